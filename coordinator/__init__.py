@@ -1,0 +1,1 @@
+"""The coordinator side: assigns tasks, reads the inbox at safe checkpoints, commits."""

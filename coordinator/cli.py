@@ -1,0 +1,198 @@
+"""The `coord` command: a thin click layer over the coordinator's core functions."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from shared.errors import CoordError
+from shared.output import clip, emit, fail, table
+
+
+def _common(f: Callable[..., Any]) -> Callable[..., Any]:
+    f = click.option("--repo", "repo", default=None, metavar="PATH",
+                     help="Repository (default: the git top level of the current directory).")(f)
+    f = click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")(f)
+    return f
+
+
+def _ctx(repo: str | None):  # type: ignore[no-untyped-def]
+    from shared.context import open_repo
+
+    return open_repo(repo)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def cli() -> None:
+    """Coordinate parallel workers on one git working tree."""
+
+
+# ---- tasks ---------------------------------------------------------------------------
+
+@cli.command()
+@_common
+def init(as_json: bool, repo: str | None) -> None:
+    """Create the state (idempotent) and print where it lives."""
+    from coordinator import tasks
+
+    doc = tasks.init(_ctx(repo))
+    emit(doc, as_json, lambda d: f"state: {d['state_dir']}")
+
+
+@cli.command()
+@click.argument("task_id", required=False)
+@click.option("--title", required=True, help="What the task is, in a line.")
+@click.option("--expect", required=True, help="The user-visible result expected.")
+@click.option("--write", "writes", multiple=True, metavar="GRANT",
+              help="GLOB (gitignore-style, from the root) or PATH:START-END. Repeatable.")
+@click.option("--check", "checks", multiple=True, metavar="CMD", help="Targeted check. Repeatable.")
+@click.option("--exclusive", is_flag=True, help="Exclude every other grant on the matched files.")
+@_common
+def assign(task_id: str | None, title: str, expect: str, writes: tuple[str, ...],
+           checks: tuple[str, ...], exclusive: bool, as_json: bool, repo: str | None) -> None:
+    """Create a task with write grants; refuse (3) on any ownership conflict."""
+    from coordinator import tasks
+
+    doc = tasks.assign(_ctx(repo), task_id=task_id, title=title, expect=expect,
+                       writes=list(writes), checks=list(checks), exclusive=exclusive)
+
+    def human(d: dict[str, Any]) -> str:
+        t = d["task"]
+        held = " (next batch: starts after coord thaw)" if d.get("held_until_thaw") else ""
+        return f"assigned {t['id']}: {', '.join(t['grants'])}{held}"
+
+    emit(doc, as_json, human)
+
+
+@cli.command()
+@_common
+def status(as_json: bool, repo: str | None) -> None:
+    """Tasks, claims, freeze, inbox, and changes in the tree that no task may commit."""
+    from coordinator import tasks
+
+    doc = tasks.status(_ctx(repo))
+
+    def human(d: dict[str, Any]) -> str:
+        rows = [(t["id"], t["state"], t["batch"], t["session"],
+                 "stale" if t["stale"] else ("" if t["claim_age_s"] is None else f"{t['claim_age_s']:.0f}s"),
+                 clip(", ".join(t["grants"]), 40)) for t in d["tasks"]]
+        out = [table(rows, ("task", "state", "batch", "session", "claim", "grants")) if rows
+               else "no tasks"]
+        fz = d["freeze"]
+        out.append(f"freeze: batch {fz['batch']} at {fz['commit'] and fz['commit'][:12]} by {fz['by']}"
+                   if fz else "freeze: none")
+        out.append(f"inbox: {d['inbox']['pending']} pending")
+        for u in d["unowned"]:
+            out.append(f"unowned: {u['path']} ({u['kind']}{', lines ' + u['lines'] if u['lines'] else ''})")
+        for c in d["conflicts"]:
+            out.append(f"conflict: {c['path']} between {', '.join(c['tasks'])}")
+        if d["index_dirty"]:
+            out.append(f"index: staged by someone else: {', '.join(d['staged'][:5])}")
+        return "\n".join(out)
+
+    emit(doc, as_json, human)
+
+
+# ---- the inbox -------------------------------------------------------------------------
+
+@cli.command(name="inbox")
+@_common
+def inbox_cmd(as_json: bool, repo: str | None) -> None:
+    """Pending reports, oldest first."""
+    from coordinator import review
+
+    doc = review.list_inbox(_ctx(repo))
+
+    def human(d: dict[str, Any]) -> str:
+        rows = [(r["task_id"], r["status"], clip(r["title"], 40),
+                 f"{r['checks_passed']}/{r['checks_total']}", f"{r['age_s']:.0f}s")
+                for r in d["reports"]]
+        return table(rows, ("task", "status", "title", "checks", "age")) if rows else "inbox empty"
+
+    emit(doc, as_json, human)
+
+
+def _findings_text(v: dict[str, Any]) -> str:
+    if v["ok"]:
+        return "validation: ok"
+    lines = ["validation: NOT ok"]
+    for f in v["findings"]:
+        where = f" {f['path']}:" if f.get("path") else ""
+        lines.append(f"  - {f['code']}:{where} {f['detail']}")
+    return "\n".join(lines)
+
+
+def _contract_text(r: dict[str, Any]) -> str:
+    lines = [f"{r['task_id']} r{r['revision']} [{r['status']}] {r['title']}",
+             f"  expect:  {r['expect']}",
+             f"  session: {r['session']}"]
+    if r.get("summary"):
+        lines.append(f"  summary: {r['summary']}")
+    if r.get("reason"):
+        lines.append(f"  reason:  {r['reason']}")
+    for c in r["changes"]:
+        hunks = ", ".join(f"-{h['old_start']},{h['old_lines']} +{h['new_start']},{h['new_lines']}"
+                          for h in c["hunks"][:6])
+        more = f" (+{len(c['hunks']) - 6})" if len(c["hunks"]) > 6 else ""
+        lines.append(f"  {c['kind']:<9}{c['path']}  {hunks}{more}")
+    for c in r["checks"]:
+        lines.append(f"  check {'pass' if c['passed'] else 'FAIL'} ({c['duration_s']:.2f}s): {c['command']}")
+    for u in r["unfinished"]:
+        lines.append(f"  unfinished: {u}")
+    for o in r["overlaps"][:10]:
+        lines.append(f"  overlap: {o['path']}: {o['note']}")
+    lines.append(f"  commit:  {r['proposed_commit']['subject']}")
+    return "\n".join(lines)
+
+
+@cli.command(name="next")
+@_common
+def next_cmd(as_json: bool, repo: str | None) -> None:
+    """Safe checkpoint: take the oldest pending report, validate it, print its contract."""
+    from coordinator import review
+
+    doc = review.next_report(_ctx(repo))
+
+    def human(d: dict[str, Any]) -> str:
+        if d["next"] is None:
+            return "inbox empty"
+        n = d["next"]
+        return (f"{_contract_text(n['report'])}\n{_findings_text(n['validation'])}\n"
+                f"({d['pending']} more pending)")
+
+    emit(doc, as_json, human)
+
+
+@cli.command(name="review")
+@click.argument("task_id")
+@_common
+def review_cmd(task_id: str, as_json: bool, repo: str | None) -> None:
+    """Validate a task's newest report: exit 0 valid, 1 not."""
+    from coordinator import review
+
+    doc = review.review(_ctx(repo), task_id)
+    emit(doc, as_json, lambda d: f"{task_id} r{d['revision']}: {_findings_text(d)}")
+    if not doc["ok"]:
+        raise SystemExit(1)
+
+
+def main() -> None:
+    as_json = "--json" in sys.argv[1:]
+    try:
+        cli.main(standalone_mode=False, prog_name="coord")
+    except CoordError as e:
+        sys.exit(fail(e, as_json, "coord"))
+    except click.exceptions.Abort:
+        sys.exit(fail(CoordError("aborted"), as_json, "coord"))
+    except click.ClickException as e:
+        from shared.errors import UsageError
+
+        if not as_json:
+            e.show()
+            sys.exit(e.exit_code)
+        sys.exit(fail(UsageError(e.format_message()), as_json, "coord"))
+    except KeyboardInterrupt:
+        sys.exit(130)

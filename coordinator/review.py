@@ -1,0 +1,195 @@
+"""Reading the inbox at safe checkpoints: `coord inbox`, `coord next`, `coord review`.
+
+A report is a claim made by a process the coordinator does not trust; validation compares
+it with the real diff of the working tree, attributed to grants afresh.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import inbox
+from shared import git, store
+from shared.context import Ctx, get_task
+from shared.errors import UsageError
+from shared.models import Finding, Report, State, Task
+from shared.ownership import glob_matches
+from shared.tree import TreeView, active_tasks, identities, sync_ranges, to_entries, view
+
+
+def _covered(task: Task, path: str) -> bool:
+    return any((g.kind == "range" and g.path == path) or
+               (g.kind == "glob" and glob_matches(g.path, path)) for g in task.grants)
+
+
+def validate(ctx: Ctx, state: State, task: Task, report: Report,
+             tv: TreeView | None = None) -> tuple[list[Finding], TreeView]:
+    """Every finding of SPEC.md for this report against the tree as it is now."""
+    findings: list[Finding] = []
+    if tv is None:
+        tv = view(ctx.repo, active_tasks(state))
+    if report.task_id != task.id:
+        findings.append(Finding(code="missing-change", detail=f"report is for {report.task_id}"))
+    if report.status != "done":
+        why = f": {report.reason}" if report.reason else ""
+        findings.append(Finding(code="not-done", detail=f"worker reported {report.status}{why}"))
+    failed = [c.command for c in report.checks if not c.passed]
+    if failed:
+        findings.append(Finding(code="checks-failed", detail="failed: " + "; ".join(failed)))
+    staged = git.index_dirty(ctx.repo)
+    if staged:
+        findings.append(Finding(code="index-dirty", path=staged[0],
+                                detail=f"{len(staged)} path(s) staged in the index by someone "
+                                       "else; unstage them (git restore --staged PATH)"))
+    if state.freeze is not None:
+        findings.append(Finding(code="frozen", detail="a release freeze is in force"))
+    for entry in report.changes:
+        for p in filter(None, (entry.path, entry.old_path)):
+            if not _covered(task, p):
+                findings.append(Finding(code="outside-grant", path=p,
+                                        detail=f"the report lists a change to {p}, which "
+                                               f"{task.id} holds no grant on"))
+    for ch, h, tids in tv.attribution.conflicts:
+        if task.id in tids:
+            where = f" lines {h.old_start}-{h.old_end}" if h else ""
+            others = [t for t in tids if t != task.id]
+            who = f" and {', '.join(others)}" if others else " and no grant on its other lines"
+            findings.append(Finding(code="conflict", path=ch.path,
+                                    detail=f"a change at{where or ' the whole file'} falls "
+                                           f"under {task.id}{who}; it is never staged"))
+    tree_ids = identities(to_entries(tv.task_changes(task.id)))
+    rep_ids = identities([e for e in report.changes if _covered(task, e.path)])
+    for path in sorted(set(tree_ids) | set(rep_ids)):
+        t, r = tree_ids.get(path, Counter()), rep_ids.get(path, Counter())
+        if t == r:
+            continue
+        if t and r:
+            findings.append(Finding(code="stale-report", path=path,
+                                    detail="the tree's changes differ from the report's digests "
+                                           f"({sum((t - r).values())} new, "
+                                           f"{sum((r - t).values())} gone); ask for a new report"))
+        elif t:
+            findings.append(Finding(code="unreported-change", path=path,
+                                    detail=f"{sum(t.values())} change(s) of {task.id} in the "
+                                           "tree are not in the report"))
+        else:
+            findings.append(Finding(code="missing-change", path=path,
+                                    detail=f"the report lists {sum(r.values())} change(s) the "
+                                           "tree does not hold"))
+    return findings, tv
+
+
+def validation_doc(findings: list[Finding]) -> dict[str, Any]:
+    return {"ok": not findings, "findings": [f.public() for f in findings]}
+
+
+def report_summary(report: Report, age_s: float | None = None) -> dict[str, Any]:
+    passed = sum(1 for c in report.checks if c.passed)
+    row: dict[str, Any] = {
+        "task_id": report.task_id, "status": report.status, "title": report.title,
+        "checks_passed": passed, "checks_total": len(report.checks),
+        "created_at": report.created_at, "revision": report.revision,
+        "session": report.session,
+    }
+    if age_s is not None:
+        row["age_s"] = round(age_s, 1)
+    return row
+
+
+def _read_or_quarantine(entry: inbox.Entry) -> Report | None:
+    try:
+        report = inbox.read_report(entry.path)
+    except UsageError as e:
+        inbox.quarantine(entry.path, e.message)
+        return None
+    if report.task_id != entry.task_id or report.revision != entry.revision:
+        inbox.quarantine(entry.path, f"{entry.name}: name says {entry.task_id} r{entry.revision}, "
+                                     f"content says {report.task_id} r{report.revision}")
+        return None
+    return report
+
+
+def _quarantine_odd(paths: list[Path]) -> None:
+    for p in paths:
+        if p.is_file():
+            inbox.quarantine(p, f"{p.name}: not a report file name")
+
+
+def pending(ctx: Ctx) -> list[tuple[inbox.Entry, Report]]:
+    """Pending reports, oldest first; superseded and unreadable ones are moved aside."""
+    entries, odd = inbox.entries(ctx.lay.inbox, "new")
+    _quarantine_odd(odd)
+    newest: dict[str, int] = {}
+    for e in entries:
+        newest[e.task_id] = max(newest.get(e.task_id, 0), e.revision)
+    out: list[tuple[inbox.Entry, Report]] = []
+    for e in entries:
+        if e.revision < newest[e.task_id]:
+            inbox.archive(e)
+            continue
+        report = _read_or_quarantine(e)
+        if report is not None:
+            out.append((e, report))
+    return out
+
+
+def list_inbox(ctx: Ctx) -> dict[str, Any]:
+    now = time.time()
+    return {"reports": [report_summary(r, now - e.time_ns / 1e9) for e, r in pending(ctx)]}
+
+
+def next_report(ctx: Ctx) -> dict[str, Any]:
+    """The safe checkpoint: take the oldest pending report, validate it, archive it."""
+    while True:
+        entries, odd = inbox.entries(ctx.lay.inbox, "new")
+        _quarantine_odd(odd)
+        if not entries:
+            return {"next": None, "pending": 0}
+        e = entries[0]
+        if any(o.task_id == e.task_id and o.revision > e.revision for o in entries[1:]):
+            inbox.archive(e)  # superseded by a newer revision still in the queue
+            continue
+        report = _read_or_quarantine(e)
+        if report is None:
+            continue
+        with store.locked(ctx.lay):
+            state = store.load(ctx.lay)
+            if sync_ranges(ctx.repo, state):
+                store.save(ctx.lay, state)
+        task = state.tasks.get(report.task_id)
+        if task is None:
+            inbox.quarantine(e.path, f"{e.name}: report for unknown task {report.task_id}")
+            continue
+        findings, _tv = validate(ctx, state, task, report)
+        inbox.archive(e)
+        return {"next": {"report": report.model_dump(mode="json"),
+                         "validation": validation_doc(findings),
+                         "task": task.public()},
+                "pending": len(entries) - 1}
+
+
+def newest_report(ctx: Ctx, task_id: str) -> tuple[inbox.Entry, Report]:
+    found = inbox.find_task_reports(ctx.lay.inbox, task_id)
+    while found:
+        e = found.pop()
+        report = _read_or_quarantine(e)
+        if report is not None:
+            return e, report
+    raise UsageError(f"task {task_id} has no readable report in the inbox")
+
+
+def review(ctx: Ctx, task_id: str) -> dict[str, Any]:
+    with store.locked(ctx.lay):
+        state = store.load(ctx.lay)
+        if sync_ranges(ctx.repo, state):
+            store.save(ctx.lay, state)
+    task = get_task(state, task_id)
+    _e, report = newest_report(ctx, task_id)
+    findings, _ = validate(ctx, state, task, report)
+    doc = validation_doc(findings)
+    doc["task"] = task_id
+    doc["revision"] = report.revision
+    return doc

@@ -1,0 +1,120 @@
+"""`coord init`, `coord assign`, `coord status`."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import inbox
+from shared import git, store
+from shared.context import Ctx, get_task
+from shared.errors import StateRefused, UsageError
+from shared.models import Grant, State, Task, TaskState, check_task_id
+from shared.ownership import find_conflicts
+from shared.tree import active_tasks, sync_ranges, view
+
+
+def init(ctx: Ctx) -> dict[str, Any]:
+    with store.transaction(ctx.lay) as state:
+        sync_ranges(ctx.repo, state)
+    if not ctx.lay.state_file.exists():
+        store.save(ctx.lay, state)
+    return {"state_dir": str(ctx.lay.root), "inbox": str(ctx.lay.inbox)}
+
+
+def _check_range(ctx: Ctx, g: Grant) -> None:
+    found = git.blob_at(ctx.repo, "HEAD", g.path)
+    if found is None:
+        raise UsageError(f"grant {g}: {g.path} is not a file at HEAD; a line range needs a "
+                         "committed file (grant the path itself for a new file)")
+    mode, data = found
+    if mode not in ("100644", "100755"):
+        raise UsageError(f"grant {g}: {g.path} is not a regular file at HEAD")
+    lines = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+    if g.end > lines:
+        raise UsageError(f"grant {g}: {g.path} has {lines} lines at HEAD")
+
+
+def assign(ctx: Ctx, *, task_id: str | None, title: str, expect: str, writes: list[str],
+           checks: list[str], exclusive: bool) -> dict[str, Any]:
+    if task_id is not None:
+        check_task_id(task_id)
+    if not writes:
+        raise UsageError("give at least one --write GRANT (a GLOB or PATH:START-END)")
+    for text, what in ((title, "--title"), (expect, "--expect")):
+        if not text.strip() or "\0" in text:
+            raise UsageError(f"{what} must be non-empty text")
+    grants = [Grant.parse(w) for w in writes]
+    for g in grants:
+        if g.kind == "range":
+            _check_range(ctx, g)
+    files = git.tracked_and_untracked(ctx.repo)
+    serial = ctx.config.ownership.serial
+    with store.transaction(ctx.lay) as state:
+        sync_ranges(ctx.repo, state)
+        if task_id is None:
+            while f"task-{state.next_task:03d}" in state.tasks:
+                state.next_task += 1
+            task_id = f"task-{state.next_task:03d}"
+        elif task_id in state.tasks:
+            raise StateRefused(f"task {task_id} exists already ({state.tasks[task_id].state})")
+        clashes = find_conflicts(grants, exclusive, active_tasks(state), files, serial)
+        if clashes:
+            c = clashes[0]
+            more = f" (and {len(clashes) - 1} more)" if len(clashes) > 1 else ""
+            raise StateRefused(f"ownership conflict: {c.ours} overlaps {c.theirs} held by "
+                               f"{c.task_id} on {c.path}{more}")
+        now = store.now()
+        frozen = state.freeze is not None
+        task = Task(id=task_id, title=title, expect=expect, grants=grants, checks=checks,
+                    exclusive=exclusive, created_at=now, updated_at=now,
+                    batch=state.batch + 1 if frozen else state.batch, held_until_thaw=frozen)
+        state.tasks[task_id] = task
+        if task_id == f"task-{state.next_task:03d}":
+            state.next_task += 1
+    return {"task": task.public(), "held_until_thaw": frozen}
+
+
+def is_stale(task: Task, now: float | None = None) -> bool:
+    if task.claim is None:
+        return False
+    return (now or time.time()) - task.claim.heartbeat > task.claim.ttl
+
+
+def task_row(task: Task, now: float) -> dict[str, Any]:
+    row = task.public()
+    row["stale"] = is_stale(task, now)
+    row["claim_age_s"] = round(now - task.claim.heartbeat, 1) if task.claim else None
+    return row
+
+
+def status(ctx: Ctx) -> dict[str, Any]:
+    with store.locked(ctx.lay):
+        state = store.load(ctx.lay)
+        if sync_ranges(ctx.repo, state):
+            store.save(ctx.lay, state)
+    now = time.time()
+    tv = view(ctx.repo, active_tasks(state))
+    pending, _odd = inbox.entries(ctx.lay.inbox, "new")
+    staged = git.index_dirty(ctx.repo)
+    unowned = [{"path": ch.path, "kind": ch.kind,
+                "lines": f"{h.old_start},{h.old_lines}" if h else None}
+               for ch, h in tv.attribution.unowned]
+    conflicts = [{"path": ch.path, "tasks": tids,
+                  "lines": f"{h.old_start},{h.old_lines}" if h else None}
+                 for ch, h, tids in tv.attribution.conflicts]
+    return {
+        "tasks": [task_row(t, now) for t in sorted(state.tasks.values(), key=lambda t: t.id)],
+        "freeze": state.freeze.model_dump() if state.freeze else None,
+        "batch": state.batch,
+        "inbox": {"pending": len(pending)},
+        "unowned": unowned,
+        "conflicts": conflicts,
+        "index_dirty": bool(staged),
+        "staged": staged,
+    }
+
+
+def load_task(ctx: Ctx, task_id: str) -> tuple[State, Task]:
+    state = store.load(ctx.lay)
+    return state, get_task(state, task_id)

@@ -1,0 +1,15 @@
+"""The Maildir-style report inbox that workers deliver into and the coordinator reads."""
+
+from .maildir import (
+    Entry,
+    MAX_REPORT_BYTES,
+    archive,
+    deliver,
+    entries,
+    find_task_reports,
+    quarantine,
+    read_report,
+)
+
+__all__ = ["Entry", "MAX_REPORT_BYTES", "archive", "deliver", "entries", "find_task_reports",
+           "quarantine", "read_report"]

@@ -1,0 +1,166 @@
+"""Deliver, list, read and archive reports, following the Maildir protocol.
+
+A writer creates a uniquely named file in `tmp/`, writes and fsyncs it, then renames it
+into `new/`: a reader never sees a partial report, and a writer killed before the rename
+leaves only a file in `tmp/` that no reader looks at. Names are never reused, so nothing
+is ever overwritten. The coordinator moves what it has read into `cur/`; what it cannot
+parse goes to `quarantine/` with a `.reason` file beside it.
+
+File names: `<time_ns>.P<pid>R<random>.<host>,task=<id>,rev=<n>`. The task and revision in
+the name are hints for listing without parsing; the report inside is the truth.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import secrets
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from shared.errors import UsageError
+from shared.models import Report
+from shared.store import fsync_dir, strict_json_loads
+
+MAX_REPORT_BYTES = 16 * 1024 * 1024
+_NAME_RE = re.compile(r"^(?P<t>\d{1,20})\.P\d+R[0-9a-f]+\.[A-Za-z0-9_.-]+,task=(?P<task>[A-Za-z0-9_.-]{1,64}),rev=(?P<rev>\d{1,9})$")
+STALE_TMP_S = 36 * 3600
+
+
+@dataclass(frozen=True)
+class Entry:
+    path: Path
+    folder: str  # "new" or "cur"
+    time_ns: int
+    task_id: str
+    revision: int
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+
+def _host() -> str:
+    return re.sub(r"[^A-Za-z0-9_-]", "-", socket.gethostname())[:64] or "host"
+
+
+def deliver(inbox: Path, payload: bytes, task_id: str, revision: int) -> Path:
+    """Write a report atomically into `new/` and return its final path."""
+    if len(payload) > MAX_REPORT_BYTES:
+        raise UsageError(f"report for {task_id} is {len(payload)} bytes, over the "
+                         f"{MAX_REPORT_BYTES} byte limit")
+    for sub in ("tmp", "new", "cur", "quarantine"):
+        (inbox / sub).mkdir(parents=True, exist_ok=True)
+    name = (f"{time.time_ns():020d}.P{os.getpid()}R{secrets.token_hex(6)}.{_host()}"
+            f",task={task_id},rev={revision}")
+    tmp = inbox / "tmp" / name
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(payload)
+            f.flush()
+            os.fsync(f.fileno())
+        final = inbox / "new" / name
+        # link + unlink never overwrites an existing name (rename would, silently).
+        os.link(tmp, final)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+    fsync_dir(inbox / "new")
+    return final
+
+
+def _entry(path: Path, folder: str) -> Entry | None:
+    m = _NAME_RE.match(path.name)
+    if not m:
+        return None
+    return Entry(path, folder, int(m["t"]), m["task"], int(m["rev"]))
+
+
+def entries(inbox: Path, folder: str = "new") -> tuple[list[Entry], list[Path]]:
+    """Entries of one folder, oldest first, and the files whose names are not ours."""
+    good: list[Entry] = []
+    odd: list[Path] = []
+    try:
+        names = os.listdir(inbox / folder)
+    except FileNotFoundError:
+        return good, odd
+    for n in names:
+        if n.startswith("."):
+            continue
+        p = inbox / folder / n
+        e = _entry(p, folder)
+        if e is None:
+            odd.append(p)
+        else:
+            good.append(e)
+    good.sort(key=lambda e: (e.time_ns, e.name))
+    return good, odd
+
+
+def find_task_reports(inbox: Path, task_id: str) -> list[Entry]:
+    """Every stored report of a task (pending and read), oldest revision first."""
+    found: list[Entry] = []
+    for folder in ("new", "cur"):
+        es, _ = entries(inbox, folder)
+        found.extend(e for e in es if e.task_id == task_id)
+    found.sort(key=lambda e: (e.revision, e.time_ns))
+    return found
+
+
+def read_report(path: Path) -> Report:
+    """Parse a report strictly; raise UsageError with the reason when it is not valid."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_REPORT_BYTES + 1)
+    except OSError as e:
+        raise UsageError(f"{path.name}: unreadable ({e.strerror})") from None
+    if len(data) > MAX_REPORT_BYTES:
+        raise UsageError(f"{path.name}: over the {MAX_REPORT_BYTES} byte limit")
+    try:
+        doc = strict_json_loads(data)
+    except (ValueError, RecursionError) as e:
+        raise UsageError(f"{path.name}: not valid JSON ({str(e)[:200]})") from None
+    try:
+        return Report.model_validate(doc)
+    except ValueError as e:
+        first = str(e).splitlines()
+        detail = "; ".join(first[1:3]) if len(first) > 2 else str(e)
+        raise UsageError(f"{path.name}: does not match the report schema ({detail[:300]})") from None
+
+
+def archive(entry: Entry) -> Path:
+    """Move a read report from `new/` into `cur/` (no-op when it is there already)."""
+    if entry.folder == "cur":
+        return entry.path
+    dest = entry.path.parent.parent / "cur" / entry.name
+    with contextlib.suppress(FileNotFoundError):
+        os.rename(entry.path, dest)
+    return dest
+
+
+def quarantine(path: Path, reason: str) -> Path:
+    dest_dir = path.parent.parent / "quarantine"
+    dest_dir.mkdir(exist_ok=True)
+    dest = dest_dir / path.name
+    with contextlib.suppress(FileNotFoundError):
+        os.rename(path, dest)
+        (dest_dir / (path.name + ".reason")).write_text(reason + "\n", encoding="utf-8")
+    return dest
+
+
+def sweep_tmp(inbox: Path, older_than_s: float = STALE_TMP_S) -> int:
+    """Remove files a killed writer left in `tmp/` (Maildir: after 36 hours)."""
+    removed = 0
+    cutoff = time.time() - older_than_s
+    with contextlib.suppress(FileNotFoundError):
+        for n in os.listdir(inbox / "tmp"):
+            p = inbox / "tmp" / n
+            with contextlib.suppress(FileNotFoundError):
+                if p.stat().st_mtime < cutoff:
+                    p.unlink()
+                    removed += 1
+    return removed

@@ -1,0 +1,1 @@
+"""The ground floor that the coordinator and worker sides both stand on."""

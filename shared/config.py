@@ -1,0 +1,82 @@
+"""`coord.toml`, the tracked project settings."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .errors import UsageError
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+class VerifySettings(_Section):
+    commands: list[str] = Field(default_factory=list)
+    timeout_seconds: float = Field(default=3600, gt=0)
+
+
+class OwnershipSettings(_Section):
+    serial: list[str] = Field(default_factory=list)
+
+
+class ClaimSettings(_Section):
+    ttl_seconds: int = Field(default=1800, gt=0)
+
+
+class AcceptSettings(_Section):
+    recheck: bool = False
+
+
+class NotifySettings(_Section):
+    command: str | None = None
+
+
+class CheckSettings(_Section):
+    timeout_seconds: float = Field(default=900, gt=0)
+
+
+class Config(_Section):
+    verify: VerifySettings = Field(default_factory=VerifySettings)
+    ownership: OwnershipSettings = Field(default_factory=OwnershipSettings)
+    claims: ClaimSettings = Field(default_factory=ClaimSettings)
+    accept: AcceptSettings = Field(default_factory=AcceptSettings)
+    notify: NotifySettings = Field(default_factory=NotifySettings)
+    checks: CheckSettings = Field(default_factory=CheckSettings)
+
+
+def _line_of(text: str, key: str) -> int | None:
+    for n, line in enumerate(text.split("\n"), 1):
+        stripped = line.strip()
+        if stripped.startswith(key) or stripped.startswith(f"[{key}"):
+            return n
+    return None
+
+
+def parse(text: str, where: str = "coord.toml") -> Config:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise UsageError(f"{where}: {e}") from None
+    try:
+        return Config.model_validate(data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"])
+        line = _line_of(text, str(err["loc"][-1])) if err["loc"] else None
+        at = f" (line {line})" if line else ""
+        raise UsageError(f"{where}: [{loc}] {err['msg']}{at}") from None
+
+
+def load(repo: Path) -> Config:
+    path = repo / "coord.toml"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return Config()
+    except UnicodeDecodeError:
+        raise UsageError(f"{path}: not UTF-8 text") from None
+    return parse(text, str(path))

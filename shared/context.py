@@ -1,0 +1,85 @@
+"""What every command starts from: the repository, its state layout and its settings."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+import socket
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+from . import config, git, store
+from .errors import UsageError
+from .models import ROLE_RE, SESSION_RE, State, Task, check_task_id
+
+
+@dataclass
+class Ctx:
+    repo: Path
+    lay: store.Layout
+
+    @cached_property
+    def config(self) -> config.Config:
+        return config.load(self.repo)
+
+
+def open_repo(repo: str | None) -> Ctx:
+    top = git.toplevel(repo)
+    return Ctx(repo=top, lay=store.layout(top))
+
+
+def get_task(state: State, task_id: str) -> Task:
+    check_task_id(task_id)
+    task = state.tasks.get(task_id)
+    if task is None:
+        raise UsageError(f"unknown task {task_id!r} (coord status lists the tasks)")
+    return task
+
+
+def machine_name() -> str:
+    name = socket.gethostname().split(".")[0]
+    return re.sub(r"[^A-Za-z0-9_-]", "-", name)[:64] or "machine"
+
+
+def check_session(session: str) -> str:
+    if not SESSION_RE.fullmatch(session):
+        raise UsageError(f"malformed session id {session!r}: expected "
+                         "sess-YYYYMMDD-HHMM-<role>@<machine>")
+    return session
+
+
+def new_session(state: State, role: str) -> str:
+    """`sess-YYYYMMDD-HHMM-<role>@<machine>`, unique among the sessions this state knows.
+
+    Two sessions of one role started in the same minute on one machine get `.2`, `.3`...
+    after the role; routing by `<role>@<machine>` ignores that suffix.
+    """
+    if not ROLE_RE.fullmatch(role):
+        raise UsageError(f"malformed role {role!r}: letters, digits, '_' and '-', at most 32")
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M")
+    base = f"sess-{stamp}-{role}"
+    host = machine_name()
+    candidate = f"{base}@{host}"
+    n = 1
+    while candidate in state.sessions:
+        n += 1
+        candidate = f"{base}.{n}@{host}"
+    return candidate
+
+
+def session_role(session: str) -> str:
+    m = re.match(r"sess-\d{8}-\d{4}-(?P<role>[^@]+)@(?P<host>.+)$", session)
+    if not m:
+        return ""
+    return m["role"].split(".")[0]
+
+
+def env_session() -> str | None:
+    value = os.environ.get("COORD_SESSION", "").strip()
+    return value or None
+
+
+def iso(ts: float) -> str:
+    return dt.datetime.fromtimestamp(ts, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,0 +1,291 @@
+"""Snapshots of the working tree, -U0 hunks, hunk identity, and blob splicing.
+
+Everything here works on bytes: paths and contents are never decoded, and file content is
+split on b"\\n" the way git does, never with splitlines().
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import git
+from .git import Sha
+
+REGULAR_MODES = ("100644", "100755")
+NULL_OID = "0" * 40
+
+
+def hunk_digest(removed: bytes, added: bytes) -> str:
+    """Content identity of a hunk: its removed and added bytes, not its position."""
+    h = hashlib.sha256()
+    h.update(len(removed).to_bytes(8, "big"))
+    h.update(removed)
+    h.update(added)
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class Hunk:
+    old_start: int
+    old_lines: int
+    new_start: int
+    new_lines: int
+    removed: bytes
+    added: bytes
+
+    @property
+    def sha256(self) -> str:
+        return hunk_digest(self.removed, self.added)
+
+    @property
+    def is_insertion(self) -> bool:
+        return self.old_lines == 0
+
+    @property
+    def old_end(self) -> int:
+        """Last removed line (inclusive); for an insertion, the line it follows."""
+        return self.old_start + self.old_lines - 1 if self.old_lines else self.old_start
+
+
+@dataclass
+class FileChange:
+    """One path's change between two trees."""
+
+    path: str
+    status: str  # git raw status: A, D, M, T
+    old_mode: str
+    new_mode: str
+    old_oid: str
+    new_oid: str
+    binary: bool = False
+    hunks: list[Hunk] = field(default_factory=list)
+
+    @property
+    def splittable(self) -> bool:
+        """True when the change can be divided into hunks owned separately."""
+        return (self.status == "M" and self.old_mode == self.new_mode
+                and self.old_mode in REGULAR_MODES and not self.binary)
+
+    @property
+    def kind(self) -> str:
+        if self.status == "A":
+            return "added"
+        if self.status == "D":
+            return "deleted"
+        if self.binary:
+            return "binary"
+        if self.status == "M" and self.old_mode != self.new_mode and self.old_oid == self.new_oid:
+            return "mode"
+        if self.status == "M" and self.old_mode != self.new_mode:
+            return "mode"
+        return "modified"
+
+
+def _split_lines(data: bytes) -> list[bytes]:
+    """Split on b"\\n" keeping terminators; the last line may lack one."""
+    if not data:
+        return []
+    parts = data.split(b"\n")
+    lines = [p + b"\n" for p in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return lines
+
+
+def _unquote_c(s: bytes) -> bytes:
+    """Undo git's C-style quoting of a path ("a\\tb" with octal escapes)."""
+    out = bytearray()
+    i = 0
+    simple = {ord("a"): 7, ord("b"): 8, ord("t"): 9, ord("n"): 10, ord("v"): 11, ord("f"): 12,
+              ord("r"): 13, ord('"'): 34, ord("\\"): 92}
+    while i < len(s):
+        c = s[i]
+        if c == 92 and i + 1 < len(s):
+            n = s[i + 1]
+            if n in simple:
+                out.append(simple[n])
+                i += 2
+                continue
+            if 48 <= n <= 55:
+                out.append(int(s[i + 1:i + 4], 8))
+                i += 4
+                continue
+        out.append(c)
+        i += 1
+    return bytes(out)
+
+
+def _header_path(line: bytes) -> bytes:
+    """The path of a `diff --git a/P b/P` header (both sides are equal without renames)."""
+    rest = line[len(b"diff --git "):]
+    if rest.startswith(b'"'):
+        # "a/P" "b/P" (or a mix when only one side needs quoting: never, sides are equal)
+        end = 1
+        while True:
+            end = rest.index(b'"', end)
+            if rest[end - 1] != 92 or rest[end - 2] == 92:
+                break
+            end += 1
+        return _unquote_c(rest[1:end])[2:]
+    half = (len(rest) - 1) // 2
+    return rest[2:half]
+
+
+def parse_patch(patch: bytes) -> dict[bytes, tuple[bool, list[Hunk]]]:
+    """Parse `git diff -U0` output into {path: (binary, hunks)}.
+
+    A type change prints two sections for one path; their hunks are merged, and such a
+    change is never split anyway.
+    """
+    result: dict[bytes, tuple[bool, list[Hunk]]] = {}
+    path: bytes | None = None
+    hunks: list[Hunk] = []
+    binary = False
+    removed: list[bytes] = []
+    added: list[bytes] = []
+    header: tuple[int, int, int, int] | None = None
+    last: list[bytes] | None = None
+
+    def close_hunk() -> None:
+        nonlocal header, removed, added
+        if header is not None:
+            hunks.append(Hunk(header[0], header[1], header[2], header[3],
+                              b"".join(removed), b"".join(added)))
+        header, removed, added = None, [], []
+
+    def close_file() -> None:
+        nonlocal path, hunks, binary
+        close_hunk()
+        if path is not None:
+            prev = result.get(path)
+            if prev is not None:
+                result[path] = (prev[0] or binary, prev[1] + hunks)
+            else:
+                result[path] = (binary, hunks)
+        path, hunks, binary = None, [], False
+
+    for line in patch.split(b"\n"):
+        if line.startswith(b"diff --git "):
+            close_file()
+            path = _header_path(line)
+            continue
+        if path is None:
+            continue
+        if line.startswith(b"@@ "):
+            close_hunk()
+            spec = line.split(b" ", 3)
+            old, new = spec[1][1:], spec[2][1:]
+            o = old.split(b",")
+            n = new.split(b",")
+            header = (int(o[0]), int(o[1]) if len(o) > 1 else 1,
+                      int(n[0]), int(n[1]) if len(n) > 1 else 1)
+            continue
+        if header is None:
+            if line.startswith(b"Binary files ") or line == b"GIT binary patch":
+                binary = True
+            continue
+        if line.startswith(b"-"):
+            removed.append(line[1:] + b"\n")
+            last = removed
+        elif line.startswith(b"+"):
+            added.append(line[1:] + b"\n")
+            last = added
+        elif line.startswith(b"\\"):
+            # "\ No newline at end of file" belongs to the line just before it.
+            if last:
+                last[-1] = last[-1][:-1]
+    close_file()
+    return result
+
+
+def _parse_raw(raw: bytes) -> list[FileChange]:
+    changes: list[FileChange] = []
+    fields = raw.split(b"\0")
+    i = 0
+    while i < len(fields) - 1:
+        meta = fields[i]
+        if not meta.startswith(b":"):
+            i += 1
+            continue
+        old_mode, new_mode, old_oid, new_oid, status = meta[1:].decode().split(" ")
+        path = os.fsdecode(fields[i + 1])
+        changes.append(FileChange(path, status[0], old_mode, new_mode, old_oid, new_oid))
+        i += 2
+    return changes
+
+
+def diff_trees(repo: Path, old: str, new: str, paths: Sequence[str] | None = None) -> list[FileChange]:
+    """Every changed path between two trees, with -U0 hunks for text content changes."""
+    spec: tuple[str, ...] = ("--", *paths) if paths else ()
+    raw = git.run(repo, "diff-tree", "-r", "-z", "--raw", "--no-renames", "--full-index",
+                  old, new, *spec, env={"GIT_LITERAL_PATHSPECS": "1"})
+    changes = _parse_raw(raw)
+    if not changes:
+        return changes
+    patch = git.run(repo, "diff-tree", "-r", "-p", "-U0", *git.DIFF_PINS, old, new, *spec,
+                    env={"GIT_LITERAL_PATHSPECS": "1"})
+    parsed = parse_patch(patch)
+    for ch in changes:
+        binary, hunks = parsed.get(os.fsencode(ch.path), (False, []))
+        ch.binary = binary
+        ch.hunks = hunks
+    return changes
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    tree: Sha
+    head: Sha | None
+    head_tree: Sha
+
+
+def snapshot(repo: Path) -> Snapshot:
+    """Write the whole working tree (tracked and untracked, not ignored) as a tree object.
+
+    Works through a throwaway copy of the index so clean filters apply, stat data speeds up
+    unchanged files, and the real index is never touched.
+    """
+    gd = git.git_dir(repo)
+    head = git.head(repo)
+    htree = git.head_tree(repo)
+    with tempfile.TemporaryDirectory(prefix="hunkwise-idx-", dir=gd) as tmp:
+        idx = os.path.join(tmp, "index")
+        real = gd / "index"
+        env = {"GIT_INDEX_FILE": idx}
+        if real.exists():
+            # copy2 keeps the mtime: git decides which entries are "racily clean" by comparing
+            # them with the index file's own mtime, so a fresher copy would hide edits.
+            shutil.copy2(real, idx)
+            # A copy may hold staged or unmerged entries; `add -A` replaces every tracked
+            # entry with what the work tree holds, which is what a snapshot means.
+        else:
+            git.run(repo, "read-tree", htree, env=env)
+        git.run(repo, "add", "-A", "--", ".", env=env)
+        tree = Sha(git.run(repo, "write-tree", env=env).decode().strip())
+    return Snapshot(tree=tree, head=head, head_tree=htree)
+
+
+def splice(base: bytes, hunks: Iterable[Hunk]) -> bytes:
+    """Apply -U0 hunks (in old-line coordinates of `base`) to `base`."""
+    lines = _split_lines(base)
+    for h in sorted(hunks, key=lambda h: (h.old_start, h.old_lines), reverse=True):
+        if h.old_lines:
+            start = h.old_start - 1
+            if b"".join(lines[start:start + h.old_lines]) != h.removed:
+                raise ValueError(f"hunk at line {h.old_start} does not match its base")
+            lines[start:start + h.old_lines] = _split_lines(h.added)
+        else:
+            lines[h.old_start:h.old_start] = _split_lines(h.added)
+    return b"".join(lines)
+
+
+def iter_hunk_ids(changes: Iterable[FileChange]) -> Iterator[tuple[str, str]]:
+    for ch in changes:
+        for h in ch.hunks:
+            yield ch.path, h.sha256

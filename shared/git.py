@@ -1,0 +1,180 @@
+"""The one place that runs git.
+
+Every call goes through `run` with an argument tuple, never a shell string, and a pinned
+environment: no prompts, C locale, and no user configuration that changes what diff prints
+(external drivers, textconv, colour, prefixes, algorithm). Machine formats only.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import NewType
+
+from .errors import GitError, UsageError
+
+Sha = NewType("Sha", str)
+
+EMPTY_TREE = Sha("4b825dc642cb6eb9a060e54bf8d69288fbee4904")
+
+# Options that make diff output independent of user and system configuration. Position
+# and shape of -U0 hunks depend on the algorithm and the indent heuristic, so both are fixed.
+DIFF_PINS: tuple[str, ...] = (
+    "--no-ext-diff",
+    "--no-textconv",
+    "--no-color",
+    "--no-renames",
+    "--diff-algorithm=myers",
+    "--no-indent-heuristic",
+    "--inter-hunk-context=0",
+    "--src-prefix=a/",
+    "--dst-prefix=b/",
+    "--no-relative",
+    "--full-index",
+)
+
+# Configuration that would otherwise leak into plumbing output or trigger side effects.
+_CONFIG_PINS: tuple[str, ...] = (
+    "-c", "core.quotePath=false",
+    "-c", "color.ui=never",
+    "-c", "diff.noprefix=false",
+    "-c", "diff.mnemonicPrefix=false",
+    "-c", "core.fsmonitor=false",
+    "-c", "gc.auto=0",
+    "-c", "maintenance.auto=false",
+)
+
+
+def _base_env(extra: Mapping[str, str] | None) -> dict[str, str]:
+    env = dict(os.environ)
+    for key in ("GIT_EXTERNAL_DIFF", "GIT_DIFF_OPTS", "GIT_PAGER", "PAGER", "GIT_INDEX_FILE",
+                "GIT_DIR", "GIT_WORK_TREE", "GIT_PREFIX"):
+        env.pop(key, None)
+    env["GIT_TERMINAL_PROMPT"] = "0"
+    env["GIT_OPTIONAL_LOCKS"] = "0"
+    env["LC_ALL"] = "C"
+    env["LANG"] = "C"
+    if extra:
+        env.update(extra)
+    return env
+
+
+def run(
+    repo: Path | str,
+    *args: str,
+    input: bytes | None = None,
+    env: Mapping[str, str] | None = None,
+    check: bool = True,
+    ok_codes: Sequence[int] = (0,),
+) -> bytes:
+    """Run `git ARGS` in `repo` and return stdout as bytes; raise GitError on failure."""
+    cmd = ("git", *_CONFIG_PINS, *args)
+    proc = subprocess.run(
+        cmd,
+        cwd=str(repo),
+        input=input,
+        stdin=None if input is not None else subprocess.DEVNULL,
+        capture_output=True,
+        env=_base_env(env),
+    )
+    if check and proc.returncode not in ok_codes:
+        raise GitError(args, proc.returncode, proc.stderr)
+    return proc.stdout
+
+
+def run_rc(repo: Path | str, *args: str, env: Mapping[str, str] | None = None,
+           input: bytes | None = None) -> tuple[int, bytes]:
+    """Run git and return (exit code, stdout) without raising."""
+    cmd = ("git", *_CONFIG_PINS, *args)
+    proc = subprocess.run(cmd, cwd=str(repo), input=input,
+                          stdin=None if input is not None else subprocess.DEVNULL,
+                          capture_output=True, env=_base_env(env))
+    return proc.returncode, proc.stdout
+
+
+def toplevel(start: Path | str | None) -> Path:
+    """The work-tree root that holds `start` (default: the current directory)."""
+    where = Path(start) if start else Path.cwd()
+    if not where.is_dir():
+        raise UsageError(f"--repo {where}: no such directory")
+    rc, out = run_rc(where, "rev-parse", "--show-toplevel")
+    if rc != 0 or not out.strip():
+        raise UsageError(f"{where}: not inside a git work tree (use --repo PATH)")
+    return Path(os.fsdecode(out.rstrip(b"\n")))
+
+
+def common_dir(repo: Path) -> Path:
+    out = run(repo, "rev-parse", "--git-common-dir").rstrip(b"\n")
+    path = Path(os.fsdecode(out))
+    return path if path.is_absolute() else (repo / path).resolve()
+
+
+def git_dir(repo: Path) -> Path:
+    out = run(repo, "rev-parse", "--absolute-git-dir").rstrip(b"\n")
+    return Path(os.fsdecode(out))
+
+
+def head(repo: Path) -> Sha | None:
+    """The commit HEAD points at, or None on an unborn branch."""
+    rc, out = run_rc(repo, "rev-parse", "--verify", "-q", "HEAD^{commit}")
+    return Sha(out.decode().strip()) if rc == 0 else None
+
+
+def head_tree(repo: Path) -> Sha:
+    rc, out = run_rc(repo, "rev-parse", "--verify", "-q", "HEAD^{tree}")
+    return Sha(out.decode().strip()) if rc == 0 else EMPTY_TREE
+
+
+def cat_blobs(repo: Path, oids: Sequence[str]) -> dict[str, bytes]:
+    """Read many blobs with one `cat-file --batch` process."""
+    if not oids:
+        return {}
+    unique = list(dict.fromkeys(oids))
+    out = run(repo, "cat-file", "--batch", input=("\n".join(unique) + "\n").encode())
+    blobs: dict[str, bytes] = {}
+    pos = 0
+    for oid in unique:
+        nl = out.index(b"\n", pos)
+        header = out[pos:nl].split(b" ")
+        if len(header) < 3 or header[1] == b"missing":
+            raise UsageError(f"object {oid} is missing from the repository")
+        size = int(header[2])
+        start = nl + 1
+        blobs[oid] = out[start:start + size]
+        pos = start + size + 1
+    return blobs
+
+
+def hash_blobs(repo: Path, contents: Sequence[bytes]) -> list[Sha]:
+    """Write blobs with one process per call (`hash-object -w --stdin-paths` needs files)."""
+    shas: list[Sha] = []
+    for data in contents:
+        shas.append(Sha(run(repo, "hash-object", "-w", "--stdin", "--no-filters",
+                            input=data).decode().strip()))
+    return shas
+
+
+def index_dirty(repo: Path) -> list[str]:
+    """Paths whose index entry differs from HEAD (staged by someone, or unmerged)."""
+    base = head_tree(repo)
+    out = run(repo, "diff-index", "--cached", "-z", "--name-only", "--no-renames", base)
+    return [os.fsdecode(p) for p in out.split(b"\0") if p]
+
+
+def tracked_and_untracked(repo: Path) -> list[str]:
+    out = run(repo, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+    return list(dict.fromkeys(os.fsdecode(p) for p in out.split(b"\0") if p))
+
+
+def blob_at(repo: Path, rev: str, path: str) -> tuple[str, bytes] | None:
+    """(mode, bytes) of PATH in REV, or None when absent."""
+    rc, out = run_rc(repo, "ls-tree", "-z", rev, "--", path, env={"GIT_LITERAL_PATHSPECS": "1"})
+    if rc != 0 or not out:
+        return None
+    meta, _, _name = out.rstrip(b"\0").partition(b"\t")
+    mode, otype, oid = meta.decode().split(" ")
+    if otype != "blob":
+        return None
+    return mode, cat_blobs(repo, [oid])[oid]

@@ -1,0 +1,272 @@
+"""Typed value objects: tasks, grants, claims, reports, findings, freezes.
+
+Everything that crosses a process boundary (state files, reports from workers) is parsed
+with these strict models: unknown keys are errors, NaN is refused, sizes are capped.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from typing import Annotated, Any, Literal, NewType
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from .errors import UsageError
+
+TaskId = NewType("TaskId", str)
+SessionId = NewType("SessionId", str)
+
+TASK_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+SESSION_RE = re.compile(r"sess-\d{8}-\d{4}-[A-Za-z0-9_.-]{1,64}@[A-Za-z0-9_.-]{1,64}")
+ROLE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,31}")
+_RANGE_RE = re.compile(r"^(?P<path>.+):(?P<start>\d+)-(?P<end>\d+)$")
+
+MAX_TEXT = 64 * 1024
+
+
+class TaskState(StrEnum):
+    ASSIGNED = "assigned"
+    IN_PROGRESS = "in_progress"
+    REPORTED = "reported"
+    ACCEPTED = "accepted"
+    CHANGES_REQUESTED = "changes_requested"
+    REJECTED = "rejected"
+    DEFERRED = "deferred"
+
+
+INACTIVE = (TaskState.ACCEPTED, TaskState.REJECTED)
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, validate_assignment=False)
+
+
+def check_task_id(value: str) -> TaskId:
+    if not isinstance(value, str) or not TASK_ID_RE.fullmatch(value) or ".." in value:
+        raise UsageError(f"malformed task id {value!r}: use letters, digits, '_', '.', '-' "
+                         "(at most 64, starting with a letter or digit, no '..')")
+    return TaskId(value)
+
+
+def check_rel_path(path: str, what: str = "path") -> str:
+    """A repository-relative path that cannot leave the repository or touch .git."""
+    if not path or "\0" in path:
+        raise UsageError(f"{what} {path!r}: empty or holds a NUL byte")
+    if path.startswith("/") or re.match(r"^[A-Za-z]:[\\/]", path):
+        raise UsageError(f"{what} {path!r}: absolute paths are not allowed; give it from the repo root")
+    if "\\" in path:
+        raise UsageError(f"{what} {path!r}: backslashes are not allowed; use '/'")
+    parts = path.split("/")
+    if any(p == ".." for p in parts):
+        raise UsageError(f"{what} {path!r}: '..' would leave the repository")
+    if any(p.lower() == ".git" for p in parts):
+        raise UsageError(f"{what} {path!r}: paths inside .git are never granted")
+    if any(ord(c) < 32 for c in path):
+        raise UsageError(f"{what} {path!r}: control characters are not allowed")
+    return path
+
+
+class Grant(Strict):
+    """A write grant: a gitignore-style glob from the repo root, or a line range of a file."""
+
+    kind: Literal["glob", "range"]
+    path: str = Field(max_length=4096)
+    start: int = Field(default=0, ge=0)
+    end: int = Field(default=0, ge=0)
+
+    def __str__(self) -> str:
+        if self.kind == "range":
+            return f"{self.path}:{self.start}-{self.end}"
+        return self.path
+
+    @staticmethod
+    def parse(text: str) -> Grant:
+        if not isinstance(text, str) or not text.strip():
+            raise UsageError("empty grant: give a GLOB or PATH:START-END")
+        m = _RANGE_RE.match(text)
+        if m:
+            path = check_rel_path(m["path"].removeprefix("./"), "grant")
+            start, end = int(m["start"]), int(m["end"])
+            if start < 1 or end < 1:
+                raise UsageError(f"grant {text!r}: lines are numbered from 1")
+            if end < start:
+                raise UsageError(f"grant {text!r}: range is reversed ({start} > {end})")
+            if any(c in path for c in "*?[") :
+                raise UsageError(f"grant {text!r}: a line range needs a plain file path, not a glob")
+            return Grant(kind="range", path=path, start=start, end=end)
+        pattern = text.removeprefix("./")
+        check_rel_path(pattern.removeprefix("/").rstrip("/") or pattern, "grant")
+        if pattern.startswith("!"):
+            raise UsageError(f"grant {text!r}: negated patterns are not grants")
+        return Grant(kind="glob", path=pattern)
+
+
+class Claim(Strict):
+    session: str
+    opened: float
+    heartbeat: float
+    ttl: int
+
+
+class Note(Strict):
+    at: float
+    by: str
+    kind: str
+    text: str = Field(max_length=MAX_TEXT)
+
+
+class Task(Strict):
+    id: str
+    title: str = Field(max_length=MAX_TEXT)
+    expect: str = Field(max_length=MAX_TEXT)
+    state: TaskState = TaskState.ASSIGNED
+    batch: int = 1
+    grants: list[Grant]
+    checks: list[str] = Field(default_factory=list)
+    exclusive: bool = False
+    session: str | None = None
+    claim: Claim | None = None
+    revision: int = 0
+    notes: list[Note] = Field(default_factory=list)
+    created_at: float
+    updated_at: float
+    last_report: str | None = None
+    commit: str | None = None
+    held_until_thaw: bool = False
+
+    @property
+    def active(self) -> bool:
+        return self.state not in INACTIVE
+
+    def public(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "title": self.title,
+            "expect": self.expect,
+            "state": str(self.state),
+            "batch": self.batch,
+            "grants": [str(g) for g in self.grants],
+            "checks": list(self.checks),
+            "session": self.session,
+            "exclusive": self.exclusive,
+            "revision": self.revision,
+            "commit": self.commit,
+        }
+
+
+class Freeze(Strict):
+    commit: str | None
+    batch: int
+    deferred: list[str] = Field(default_factory=list)
+    by: str
+    at: float
+    fingerprint: str
+
+
+class State(Strict):
+    version: Literal[1] = 1
+    next_task: int = 1
+    batch: int = 1
+    tasks: dict[str, Task] = Field(default_factory=dict)
+    freeze: Freeze | None = None
+    ranges_at: str | None = None
+    sessions: dict[str, float] = Field(default_factory=dict)
+
+
+# ---- the review contract -------------------------------------------------------------
+
+Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+Oid = Annotated[str, Field(pattern=r"^[0-9a-f]{40}([0-9a-f]{24})?$")]
+Mode = Annotated[str, Field(pattern=r"^[0-7]{6}$")]
+ShortText = Annotated[str, Field(max_length=MAX_TEXT)]
+Count = Annotated[int, Field(ge=0, le=10**9)]
+
+
+class HunkEntry(Strict):
+    old_start: Count
+    old_lines: Count
+    new_start: Count
+    new_lines: Count
+    sha256: Sha256
+
+
+class ChangeEntry(Strict):
+    path: str = Field(max_length=4096)
+    kind: Literal["modified", "added", "deleted", "renamed", "mode", "binary"]
+    old_path: str | None = Field(default=None, max_length=4096)
+    old_mode: Mode | None = None
+    new_mode: Mode | None = None
+    old_oid: Oid | None = None
+    new_oid: Oid | None = None
+    hunks: list[HunkEntry] = Field(default_factory=list, max_length=100_000)
+
+    @field_validator("path", "old_path")
+    @classmethod
+    def _inside(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        try:
+            return check_rel_path(v)
+        except UsageError as e:
+            raise ValueError(e.message) from None
+
+
+class CheckResult(Strict):
+    command: ShortText
+    exit_code: int
+    passed: bool
+    duration_s: float = Field(ge=0)
+    output_tail: str = Field(max_length=MAX_TEXT)
+
+
+class Overlap(Strict):
+    path: str = Field(max_length=4096)
+    task_id: str | None = None
+    note: ShortText
+
+
+class ProposedCommit(Strict):
+    subject: str = Field(min_length=1, max_length=1000)
+    body: ShortText = ""
+
+
+class Report(Strict):
+    schema_version: Literal[1]
+    task_id: str
+    status: Literal["done", "blocked", "failed"]
+    session: str | None = Field(max_length=200)
+    created_at: str = Field(max_length=64)
+    base_commit: str | None = Field(max_length=64)
+    title: ShortText
+    expect: ShortText
+    summary: ShortText
+    changes: list[ChangeEntry] = Field(max_length=100_000)
+    patch_sha256: Sha256
+    snapshot: str = Field(max_length=64)
+    revision: int = Field(ge=1)
+    report_id: str = Field(max_length=256)
+    checks: list[CheckResult] = Field(max_length=1000)
+    overlaps: list[Overlap] = Field(max_length=100_000)
+    unfinished: list[ShortText] = Field(max_length=1000)
+    proposed_commit: ProposedCommit
+    reason: ShortText | None = None
+
+    @field_validator("task_id")
+    @classmethod
+    def _task_id(cls, v: str) -> str:
+        if not TASK_ID_RE.fullmatch(v) or ".." in v:
+            raise ValueError(f"malformed task id {v!r}")
+        return v
+
+
+class Finding(Strict):
+    code: str
+    path: str | None = None
+    detail: str
+
+    def public(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"code": self.code, "detail": self.detail}
+        if self.path is not None:
+            d["path"] = self.path
+        return d

@@ -1,0 +1,41 @@
+"""Printing results: one JSON document with --json, a short table or sentence otherwise."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .errors import CoordError
+
+
+def emit(doc: dict[str, Any], as_json: bool, human: Callable[[dict[str, Any]], str]) -> None:
+    if as_json:
+        sys.stdout.write(json.dumps(doc, indent=2, sort_keys=False, default=str) + "\n")
+    else:
+        text = human(doc)
+        if text:
+            sys.stdout.write(text.rstrip("\n") + "\n")
+    sys.stdout.flush()
+
+
+def fail(err: CoordError | Exception, as_json: bool, prog: str) -> int:
+    code = err.exit_code if isinstance(err, CoordError) else 2
+    message = err.message if isinstance(err, CoordError) else str(err)
+    message = " ".join(message.split("\n"))
+    if as_json:
+        sys.stdout.write(json.dumps({"error": {"code": code, "message": message}}) + "\n")
+    sys.stderr.write(f"{prog}: {message}\n")
+    return code
+
+
+def table(rows: Sequence[Sequence[Any]], header: Sequence[str]) -> str:
+    cells = [[str(c) for c in header]] + [[("-" if c is None else str(c)) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells)
+
+
+def clip(text: str, n: int = 60) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= n else text[: n - 1] + "…"

@@ -1,0 +1,254 @@
+"""Grants, the conflict rules, attribution of hunks to tasks, and range re-mapping.
+
+Rules (shared/SPEC.md, "Ownership rules"):
+- one writer per file, unless two tasks hold disjoint line ranges of it;
+- overlapping globs conflict: on the files that exist, and conservatively on the patterns
+  themselves for files not yet created;
+- `--exclusive` tasks and `[ownership] serial` paths exclude every other grant on their files;
+- a hunk belongs to a range grant when every removed line lies in the range, or, for an
+  insertion after old line p, when START-1 <= p <= END. Anything else is unowned or a
+  conflict, and neither is ever staged.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from .diff import FileChange, Hunk
+from .models import Grant, Task
+
+_WILD = re.compile(r"[*?\[]")
+
+
+@functools.lru_cache(maxsize=4096)
+def _spec(pattern: str):  # type: ignore[no-untyped-def]
+    import pathspec
+
+    anchored = pattern if pattern.startswith("/") else "/" + pattern
+    return pathspec.PathSpec.from_lines("gitwildmatch", [anchored])
+
+
+def glob_matches(pattern: str, path: str) -> bool:
+    return bool(_spec(pattern).match_file(path))
+
+
+def serial_matches(patterns: Sequence[str], path: str) -> bool:
+    return any(glob_matches(p, path) for p in patterns)
+
+
+def _literal_prefix(pattern: str) -> str:
+    p = pattern.lstrip("/")
+    m = _WILD.search(p)
+    return p[: m.start()] if m else p
+
+
+def _literal_suffix(pattern: str) -> str:
+    p = pattern.rstrip("/")
+    if pattern.endswith("/") or not _WILD.search(p):
+        return ""  # matches a directory's whole contents, or a plain path (and below)
+    tail = re.split(r"[*?\]]", p)[-1]
+    return tail
+
+
+def patterns_may_overlap(a: str, b: str) -> bool:
+    """Conservative: could some not-yet-existing path match both patterns?"""
+    pa, pb = _literal_prefix(a), _literal_prefix(b)
+    if not (pa.startswith(pb) or pb.startswith(pa)):
+        return False
+    wild_a, wild_b = bool(_WILD.search(a)), bool(_WILD.search(b))
+    if not wild_a and not wild_b:
+        x, y = a.strip("/"), b.strip("/")
+        return x == y or x.startswith(y + "/") or y.startswith(x + "/")
+    sa, sb = _literal_suffix(a), _literal_suffix(b)
+    if sa and sb and not (sa.endswith(sb) or sb.endswith(sa)):
+        return False
+    return True
+
+
+def grant_files(grant: Grant, files: Iterable[str]) -> set[str]:
+    if grant.kind == "range":
+        return {grant.path}
+    return {f for f in files if glob_matches(grant.path, f)}
+
+
+@dataclass(frozen=True)
+class Conflict:
+    task_id: str
+    path: str
+    ours: str
+    theirs: str
+
+
+def find_conflicts(
+    new_grants: Sequence[Grant],
+    exclusive: bool,
+    others: Sequence[Task],
+    files: Sequence[str],
+    serial: Sequence[str],
+) -> list[Conflict]:
+    """Every clash between `new_grants` and the grants of active tasks `others`."""
+    found: list[Conflict] = []
+    new_files = [grant_files(g, files) for g in new_grants]
+    for task in others:
+        if not task.active:
+            continue
+        for theirs in task.grants:
+            their_files = grant_files(theirs, files)
+            for ours, our_files in zip(new_grants, new_files):
+                hit = _clash(ours, our_files, theirs, their_files,
+                             exclusive or task.exclusive, serial)
+                if hit is not None:
+                    found.append(Conflict(task.id, hit, str(ours), str(theirs)))
+    return found
+
+
+def _clash(ours: Grant, our_files: set[str], theirs: Grant, their_files: set[str],
+           exclusive: bool, serial: Sequence[str]) -> str | None:
+    common = sorted(our_files & their_files)
+    for path in common:
+        if exclusive or serial_matches(serial, path):
+            return path
+        if ours.kind == "range" and theirs.kind == "range":
+            if ours.start <= theirs.end and theirs.start <= ours.end:
+                return path
+            continue
+        return path
+    # Files that do not exist yet: decide on the patterns themselves.
+    if ours.kind == "glob" and theirs.kind == "glob":
+        if patterns_may_overlap(ours.path, theirs.path):
+            return _literal_prefix(ours.path) or ours.path
+    elif ours.kind == "glob" and theirs.kind == "range":
+        if not their_files or theirs.path not in our_files:
+            if glob_matches(ours.path, theirs.path):
+                return theirs.path
+    elif ours.kind == "range" and theirs.kind == "glob":
+        if glob_matches(theirs.path, ours.path):
+            return ours.path
+    return None
+
+
+# ---- attribution -----------------------------------------------------------------------
+
+@dataclass
+class Attribution:
+    """Who owns each change of the tree."""
+
+    owned: dict[str, list[FileChange]] = field(default_factory=dict)  # task id -> changes
+    unowned: list[tuple[FileChange, Hunk | None]] = field(default_factory=list)
+    conflicts: list[tuple[FileChange, Hunk | None, list[str]]] = field(default_factory=list)
+
+    def add(self, task_id: str, change: FileChange, hunk: Hunk | None) -> None:
+        bucket = self.owned.setdefault(task_id, [])
+        if bucket and bucket[-1].path == change.path:
+            if hunk is not None:
+                bucket[-1].hunks.append(hunk)
+            return
+        part = FileChange(change.path, change.status, change.old_mode, change.new_mode,
+                          change.old_oid, change.new_oid, change.binary,
+                          [hunk] if hunk is not None else list(change.hunks))
+        bucket.append(part)
+
+
+def _range_relation(g: Grant, h: Hunk) -> str:
+    """'in' when the hunk belongs to the range, 'touch' when it overlaps partly, else 'out'."""
+    if h.old_lines == 0:
+        return "in" if g.start - 1 <= h.old_start <= g.end else "out"
+    lo, hi = h.old_start, h.old_start + h.old_lines - 1
+    if g.start <= lo and hi <= g.end:
+        return "in"
+    if hi < g.start or lo > g.end:
+        return "out"
+    return "touch"
+
+
+def attribute(changes: Sequence[FileChange], tasks: Sequence[Task]) -> Attribution:
+    result = Attribution()
+    active = [t for t in tasks if t.active]
+    ranges: dict[str, list[tuple[str, Grant]]] = {}
+    globs: list[tuple[str, Grant]] = []
+    for t in active:
+        for g in t.grants:
+            if g.kind == "range":
+                ranges.setdefault(g.path, []).append((t.id, g))
+            else:
+                globs.append((t.id, g))
+    for ch in changes:
+        glob_owners = sorted({tid for tid, g in globs if glob_matches(g.path, ch.path)})
+        range_grants = ranges.get(ch.path, [])
+        if not ch.splittable or not ch.hunks:
+            owners = glob_owners
+            if len(owners) == 1 and not range_grants:
+                result.add(owners[0], ch, None)
+            elif not owners and not range_grants:
+                result.unowned.append((ch, None))
+            else:
+                holders = sorted(set(owners) | {tid for tid, _ in range_grants})
+                if len(holders) == 1 and not owners:
+                    # A range grant never owns a whole-file change (delete, mode, binary).
+                    result.unowned.append((ch, None))
+                else:
+                    result.conflicts.append((ch, None, holders))
+            continue
+        for h in ch.hunks:
+            inside = set(glob_owners)
+            touching: set[str] = set()
+            for tid, g in range_grants:
+                rel = _range_relation(g, h)
+                if rel == "in":
+                    inside.add(tid)
+                elif rel == "touch":
+                    touching.add(tid)
+            if len(inside) == 1 and not touching:
+                result.add(next(iter(inside)), ch, h)
+            elif not inside and not touching:
+                result.unowned.append((ch, h))
+            else:
+                result.conflicts.append((ch, h, sorted(inside | touching)))
+    return result
+
+
+# ---- range re-mapping through commits ----------------------------------------------------
+
+def map_range(start: int, end: int, hunks: Sequence[Hunk], owned: Sequence[bool] | None = None) -> tuple[int, int]:
+    """Map the 1-based inclusive range [start, end] through -U0 hunks old -> new.
+
+    `owned[i]` says that hunk i was the range holder's own change: an insertion right
+    before the range then joins it instead of pushing it down. An empty range is kept as
+    (s, s - 1): an insertion point after line s - 1.
+    """
+    delta_before = 0
+    new_start: int | None = None
+    new_end: int | None = None
+    delta_inside = 0
+    for i, h in enumerate(hunks):  # in old-line order, as diff prints them
+        mine = bool(owned and owned[i])
+        d = h.new_lines - h.old_lines
+        if h.old_lines == 0:
+            p = h.old_start
+            if p < start - 1 or (p == start - 1 and not mine and start <= end):
+                delta_before += d
+            elif p <= end:
+                delta_inside += d
+                if p == start - 1 and new_start is None:
+                    new_start = h.new_start
+        else:
+            lo, hi = h.old_start, h.old_start + h.old_lines - 1
+            if hi < start:
+                delta_before += d
+            elif lo > end:
+                continue
+            else:
+                if lo < start:
+                    new_start = h.new_start if h.new_lines else h.new_start + 1
+                if hi > end:
+                    new_end = h.new_start + h.new_lines - 1 if h.new_lines else h.new_start
+                else:
+                    delta_inside += d
+    s = new_start if new_start is not None else start + delta_before
+    e = new_end if new_end is not None else end + delta_before + delta_inside
+    if e < s - 1:
+        e = s - 1
+    return max(s, 1), e

@@ -1,0 +1,145 @@
+"""The state directory, atomic writes, and the lock that guards every read-modify-write.
+
+State lives in `coord/` inside the git common directory (or `$COORD_DIR`), so it never
+appears in the working tree or in `git status`, and every worktree of the repo shares it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import git
+from .errors import StateRefused, UsageError
+from .models import State
+
+LOCK_TIMEOUT_S = float(os.environ.get("COORD_LOCK_TIMEOUT", "30"))
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Temp file in the same directory, fsync, replace, fsync the directory."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    fsync_dir(path.parent)
+
+
+def strict_json_loads(data: bytes | str) -> Any:
+    """json.loads that refuses duplicate keys and NaN/Infinity."""
+
+    def no_dupes(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for k, v in pairs:
+            if k in out:
+                raise ValueError(f"duplicate key {k!r}")
+            out[k] = v
+        return out
+
+    def no_constants(name: str) -> Any:
+        raise ValueError(f"{name} is not valid JSON")
+
+    return json.loads(data, object_pairs_hook=no_dupes, parse_constant=no_constants)
+
+
+@dataclass(frozen=True)
+class Layout:
+    repo: Path
+    root: Path
+
+    @property
+    def state_file(self) -> Path:
+        return self.root / "state.json"
+
+    @property
+    def lock_file(self) -> Path:
+        return self.root / "lock"
+
+    @property
+    def inbox(self) -> Path:
+        return self.root / "inbox"
+
+
+def layout(repo: Path) -> Layout:
+    env = os.environ.get("COORD_DIR")
+    root = Path(env).resolve() if env else git.common_dir(repo) / "coord"
+    return Layout(repo=repo, root=root)
+
+
+def ensure(lay: Layout) -> None:
+    for sub in ("", "inbox/tmp", "inbox/new", "inbox/cur", "inbox/quarantine", "handoffs"):
+        (lay.root / sub).mkdir(parents=True, exist_ok=True)
+
+
+def load(lay: Layout) -> State:
+    try:
+        data = lay.state_file.read_bytes()
+    except FileNotFoundError:
+        return State()
+    try:
+        return State.model_validate(strict_json_loads(data))
+    except ValueError as e:
+        raise UsageError(f"{lay.state_file}: state is unreadable ({str(e).splitlines()[0]}); "
+                         "restore it from a backup or move it aside") from None
+
+
+def save(lay: Layout, state: State) -> None:
+    ensure(lay)
+    atomic_write(lay.state_file, state.model_dump_json(indent=1).encode())
+
+
+@contextlib.contextmanager
+def locked(lay: Layout, timeout: float | None = None) -> Iterator[None]:
+    """Hold the state lock: a separate file that is never replaced or deleted."""
+    import portalocker
+
+    ensure(lay)
+    wait = LOCK_TIMEOUT_S if timeout is None else timeout
+    try:
+        lock = portalocker.Lock(str(lay.lock_file), mode="a", timeout=wait,
+                                check_interval=0.01, flags=portalocker.LOCK_EX | portalocker.LOCK_NB)
+        lock.acquire()
+    except portalocker.exceptions.LockException:
+        raise StateRefused(f"state lock {lay.lock_file} is held by another process "
+                           f"(waited {wait:g}s); try again") from None
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+@contextlib.contextmanager
+def transaction(lay: Layout) -> Iterator[State]:
+    """Lock, load, yield the state for changes, save when the block ends without error."""
+    with locked(lay):
+        state = load(lay)
+        before = state.model_dump_json()
+        yield state
+        if state.model_dump_json() != before:
+            save(lay, state)
+
+
+def now() -> float:
+    return time.time()

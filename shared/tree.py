@@ -1,0 +1,146 @@
+"""The task view of the working tree: who owns which change, as report entries.
+
+Both sides use this: the worker to build its report, the coordinator to check a report
+against the real diff. Identities are content-based (a hunk's removed and added bytes),
+so another task's commit that only shifts lines leaves them unchanged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import diff, git
+from .diff import FileChange
+from .models import ChangeEntry, HunkEntry, State, Task, TaskState
+from .ownership import Attribution, attribute, map_range
+
+Identity = tuple[str, ...]
+
+
+@dataclass
+class TreeView:
+    snap: diff.Snapshot
+    changes: list[FileChange]
+    attribution: Attribution
+
+    def task_changes(self, task_id: str) -> list[FileChange]:
+        return self.attribution.owned.get(task_id, [])
+
+
+def view(repo: Path, tasks: Sequence[Task]) -> TreeView:
+    snap = diff.snapshot(repo)
+    changes = diff.diff_trees(repo, snap.head_tree, snap.tree)
+    return TreeView(snap, changes, attribute(changes, tasks))
+
+
+def _is_whole(ch: FileChange | ChangeEntry) -> bool:
+    if isinstance(ch, FileChange):
+        return not (ch.splittable and ch.hunks)
+    return not (ch.kind == "modified" and ch.old_mode == ch.new_mode and ch.hunks
+                and (ch.new_mode or "100644") in diff.REGULAR_MODES)
+
+
+def to_entries(changes: Sequence[FileChange]) -> list[ChangeEntry]:
+    """Report entries; a deletion and an addition of the same blob become one rename."""
+    entries: list[ChangeEntry] = []
+    deleted = {(c.old_oid, c.old_mode): c for c in changes if c.status == "D"}
+    used: set[str] = set()
+    for c in changes:
+        if c.status == "A" and (c.new_oid, c.new_mode) in deleted:
+            src = deleted.pop((c.new_oid, c.new_mode))
+            used.add(src.path)
+            entries.append(ChangeEntry(path=c.path, kind="renamed", old_path=src.path,
+                                       old_mode=src.old_mode, new_mode=c.new_mode,
+                                       old_oid=src.old_oid, new_oid=c.new_oid, hunks=[]))
+    for c in changes:
+        if c.path in used or any(e.kind == "renamed" and e.path == c.path for e in entries):
+            continue
+        entries.append(ChangeEntry(
+            path=c.path, kind=c.kind,  # type: ignore[arg-type]
+            old_mode=None if c.old_mode == "000000" else c.old_mode,
+            new_mode=None if c.new_mode == "000000" else c.new_mode,
+            old_oid=None if c.old_oid == diff.NULL_OID else c.old_oid,
+            new_oid=None if c.new_oid == diff.NULL_OID else c.new_oid,
+            hunks=[HunkEntry(old_start=h.old_start, old_lines=h.old_lines, new_start=h.new_start,
+                             new_lines=h.new_lines, sha256=h.sha256) for h in c.hunks]))
+    entries.sort(key=lambda e: e.path)
+    return entries
+
+
+def identities(entries: Sequence[ChangeEntry]) -> dict[str, Counter[Identity]]:
+    """Per path, the multiset of position-free identities of its changes."""
+    out: dict[str, Counter[Identity]] = {}
+    for e in entries:
+        if e.kind == "renamed" and e.old_path:
+            out.setdefault(e.old_path, Counter())[("deleted",)] += 1
+            out.setdefault(e.path, Counter())[("added", e.new_mode or "", e.new_oid or "")] += 1
+            continue
+        bucket = out.setdefault(e.path, Counter())
+        if _is_whole(e):
+            if e.kind == "deleted":
+                bucket[("deleted",)] += 1
+            else:
+                bucket[("whole", e.kind, e.new_mode or "", e.new_oid or "")] += 1
+        else:
+            for h in e.hunks:
+                bucket[("hunk", h.sha256)] += 1
+    return out
+
+
+def patch_digest(entries: Sequence[ChangeEntry]) -> str:
+    h = hashlib.sha256()
+    for path, ids in sorted(identities(entries).items()):
+        for ident, n in sorted(ids.items()):
+            h.update(repr((path, ident, n)).encode("utf-8", "surrogateescape"))
+    return h.hexdigest()
+
+
+# ---- range grants follow history ----------------------------------------------------------
+
+def sync_ranges(repo: Path, state: State, owner_commit: tuple[str, str] | None = None) -> bool:
+    """Re-map every active range grant from `state.ranges_at` to HEAD; True if changed.
+
+    `owner_commit` is (task id, commit) when the coordinator just committed that task: its
+    own insertions at the edge of its range then stay inside the range.
+    """
+    head = git.head(repo)
+    if head is None or state.ranges_at == head:
+        return False
+    old = state.ranges_at
+    state.ranges_at = head
+    paths = sorted({g.path for t in state.tasks.values() if t.active
+                    for g in t.grants if g.kind == "range"})
+    if old is None or not paths:
+        return True
+    try:
+        changes = diff.diff_trees(repo, old, head, paths)
+    except git.GitError:
+        return True  # the old commit is gone (history rewritten): keep ranges as they are
+    by_path = {c.path: c for c in changes}
+    owner = owner_commit[0] if owner_commit else None
+    for t in state.tasks.values():
+        if not t.active:
+            continue
+        for g in t.grants:
+            if g.kind != "range" or g.path not in by_path:
+                continue
+            ch = by_path[g.path]
+            if ch.status == "D":
+                continue
+            owned = [t.id == owner and _range_holds(g.start, g.end, h) for h in ch.hunks]
+            g.start, g.end = map_range(g.start, g.end, ch.hunks, owned)
+    return True
+
+
+def _range_holds(start: int, end: int, h: diff.Hunk) -> bool:
+    if h.old_lines == 0:
+        return start - 1 <= h.old_start <= end
+    return start <= h.old_start and h.old_start + h.old_lines - 1 <= end
+
+
+def active_tasks(state: State) -> list[Task]:
+    return [t for t in state.tasks.values() if t.state not in (TaskState.ACCEPTED, TaskState.REJECTED)]

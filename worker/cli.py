@@ -1,0 +1,133 @@
+"""The `worker` command: a thin click layer over the worker's core functions."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from shared.errors import CoordError
+from shared.output import emit, fail
+
+
+def _common(f: Callable[..., Any]) -> Callable[..., Any]:
+    f = click.option("--repo", "repo", default=None, metavar="PATH",
+                     help="Repository (default: the git top level of the current directory).")(f)
+    f = click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")(f)
+    return f
+
+
+def _session_opt(f: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--session", default=None, metavar="S",
+                        help="Session id (default: $COORD_SESSION, else the claim's).")(f)
+
+
+def _ctx(repo: str | None):  # type: ignore[no-untyped-def]
+    from shared.context import open_repo
+
+    return open_repo(repo)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def cli() -> None:
+    """Work on one task of a shared git working tree; never stage or commit."""
+
+
+@cli.command()
+@click.argument("task_id")
+@_session_opt
+@click.option("--role", default="worker", show_default=True, help="Role in the session id.")
+@_common
+def start(task_id: str, session: str | None, role: str, as_json: bool, repo: str | None) -> None:
+    """Claim a task and print its brief."""
+    from worker import lifecycle
+
+    doc = lifecycle.start(_ctx(repo), task_id, session=session, role=role)
+
+    def human(d: dict[str, Any]) -> str:
+        t = d["task"]
+        lines = [f"session: {d['session']}", f"export COORD_SESSION={d['session']}",
+                 f"{t['id']}: {t['title']}", f"expect: {t['expect']}",
+                 "write: " + ", ".join(t["grants"])]
+        lines += [f"check: {c}" for c in t["checks"]]
+        lines += [f"note ({n['kind']} by {n['by']}): {n['text']}" for n in d["notes"]]
+        lines.append("never stage or commit; when finished: worker done " + t["id"])
+        return "\n".join(lines)
+
+    emit(doc, as_json, human)
+
+
+def _report_text(d: dict[str, Any]) -> str:
+    r = d["report"]
+    out = [f"delivered {d['task']['id']} r{r['revision']} [{r['status']}]: {r['changes']} file(s), "
+           f"{r['hunks']} hunk(s), checks {r['checks_passed']}/{r['checks_total']}"]
+    out += [f"overlap: {o['path']}: {o['note']}" for o in r["overlaps"][:10]]
+    out.append("stop here: the coordinator reviews at its next checkpoint")
+    return "\n".join(out)
+
+
+@cli.command()
+@click.argument("task_id")
+@_session_opt
+@click.option("--summary", default="", help="What changed, for the reviewer.")
+@click.option("--unfinished", multiple=True, metavar="U", help="Something left undone. Repeatable.")
+@click.option("--commit-message", "message", default=None, metavar="M",
+              help="Proposed commit message (first line is the subject).")
+@click.option("--no-run-checks", is_flag=True, help="Do not run the task's checks.")
+@_common
+def done(task_id: str, session: str | None, summary: str, unfinished: tuple[str, ...],
+         message: str | None, no_run_checks: bool, as_json: bool, repo: str | None) -> None:
+    """Run the checks, then deliver the task's report."""
+    from worker import lifecycle
+
+    doc = lifecycle.done(_ctx(repo), task_id, session=session, summary=summary,
+                         unfinished=list(unfinished), message=message,
+                         run_checks=not no_run_checks)
+    emit(doc, as_json, _report_text)
+
+
+@cli.command()
+@click.argument("task_id")
+@_session_opt
+@click.option("--reason", required=True, help="What blocks the task.")
+@_common
+def blocked(task_id: str, session: str | None, reason: str, as_json: bool, repo: str | None) -> None:
+    """Deliver a report saying the task is blocked."""
+    from worker import lifecycle
+
+    emit(lifecycle.stopped(_ctx(repo), task_id, status="blocked", session=session, reason=reason),
+         as_json, _report_text)
+
+
+@cli.command()
+@click.argument("task_id")
+@_session_opt
+@click.option("--reason", required=True, help="Why the task failed.")
+@_common
+def failed(task_id: str, session: str | None, reason: str, as_json: bool, repo: str | None) -> None:
+    """Deliver a report saying the task failed."""
+    from worker import lifecycle
+
+    emit(lifecycle.stopped(_ctx(repo), task_id, status="failed", session=session, reason=reason),
+         as_json, _report_text)
+
+
+def main() -> None:
+    as_json = "--json" in sys.argv[1:]
+    try:
+        cli.main(standalone_mode=False, prog_name="worker")
+    except CoordError as e:
+        sys.exit(fail(e, as_json, "worker"))
+    except click.exceptions.Abort:
+        sys.exit(fail(CoordError("aborted"), as_json, "worker"))
+    except click.ClickException as e:
+        from shared.errors import UsageError
+
+        if not as_json:
+            e.show()
+            sys.exit(e.exit_code)
+        sys.exit(fail(UsageError(e.format_message()), as_json, "worker"))
+    except KeyboardInterrupt:
+        sys.exit(130)

@@ -1,0 +1,164 @@
+"""`worker start`, `worker done`, `worker blocked`, `worker failed`.
+
+A worker never stages or commits. Its last act on a task is to deliver a report into the
+inbox; the coordinator reads it at its own checkpoint.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import secrets
+from typing import Any
+
+import inbox
+from shared import git, store
+from shared.checks import run_checks
+from shared.context import Ctx, check_session, env_session, get_task, iso, new_session
+from shared.errors import CheckFailed, StateRefused, UsageError
+from shared.models import Claim, Overlap, ProposedCommit, Report, State, Task, TaskState
+from shared.tree import active_tasks, patch_digest, sync_ranges, to_entries, view
+
+STARTABLE = (TaskState.ASSIGNED, TaskState.CHANGES_REQUESTED)
+
+
+def _refuse_if_frozen(state: State, what: str) -> None:
+    fz = state.freeze
+    if fz is not None:
+        raise StateRefused(f"{what} refused: release freeze of batch {fz.batch} in force since "
+                           f"{iso(fz.at)} by {fz.by}; wait for coord thaw")
+
+
+def _live_holder(task: Task, now: float) -> str | None:
+    c = task.claim
+    if c is not None and now - c.heartbeat <= c.ttl:
+        return c.session
+    return None
+
+
+def _resolve_session(task: Task, session: str | None) -> str | None:
+    s = session or env_session()
+    if s is not None:
+        check_session(s)
+        return s
+    return task.claim.session if task.claim else task.session
+
+
+def _check_holder(task: Task, session: str | None, now: float) -> None:
+    holder = _live_holder(task, now)
+    if holder is not None and session is not None and holder != session:
+        raise StateRefused(f"{task.id} is claimed by live session {holder}")
+
+
+def start(ctx: Ctx, task_id: str, *, session: str | None, role: str) -> dict[str, Any]:
+    ttl = ctx.config.claims.ttl_seconds
+    with store.transaction(ctx.lay) as state:
+        task = get_task(state, task_id)
+        _refuse_if_frozen(state, f"worker start {task_id}")
+        if task.held_until_thaw:
+            raise StateRefused(f"{task_id} belongs to batch {task.batch}, which opens at coord thaw")
+        now = store.now()
+        sess = session or env_session()
+        if sess is not None:
+            check_session(sess)
+        holder = _live_holder(task, now)
+        if task.state == TaskState.IN_PROGRESS and holder is not None and holder == sess:
+            task.claim = task.claim.model_copy(update={"heartbeat": now}) if task.claim else None
+        elif task.state not in STARTABLE:
+            hint = " (coord recover frees a stale claim)" if task.state == TaskState.IN_PROGRESS else ""
+            raise StateRefused(f"{task_id} is {task.state}; only assigned or changes_requested "
+                               f"tasks can be started{hint}")
+        else:
+            if holder is not None and holder != sess:
+                raise StateRefused(f"{task_id} is claimed by live session {holder}")
+            if sess is None:
+                sess = new_session(state, role)
+            task.state = TaskState.IN_PROGRESS
+            task.session = sess
+            task.claim = Claim(session=sess, opened=now, heartbeat=now, ttl=ttl)
+            task.updated_at = now
+        state.sessions[sess] = now
+        sync_ranges(ctx.repo, state)
+        brief = task.public()
+    notes = [n.model_dump() for n in task.notes]
+    return {"task": brief, "session": sess, "checkpoint": None, "signals": [],
+            "expect": task.expect, "notes": notes}
+
+
+def _proposed(task: Task, message: str | None, summary: str) -> ProposedCommit:
+    text = (message or "").strip()
+    if not text:
+        return ProposedCommit(subject=task.title.strip().split("\n")[0][:200] or task.id,
+                              body=summary.strip())
+    subject, _, body = text.partition("\n")
+    return ProposedCommit(subject=subject.strip()[:1000] or task.id, body=body.strip())
+
+
+def _report(ctx: Ctx, task_id: str, *, status: str, session: str | None, summary: str,
+            unfinished: list[str], message: str | None, reason: str | None,
+            run: bool) -> dict[str, Any]:
+    """Check, compute the task's own changes, deliver the report atomically."""
+    with store.locked(ctx.lay):
+        state = store.load(ctx.lay)
+        task = get_task(state, task_id)
+        _refuse_if_frozen(state, f"worker {status} {task_id}")
+        if task.state != TaskState.IN_PROGRESS:
+            raise StateRefused(f"{task_id} is {task.state}; run worker start {task_id} first")
+        sess = _resolve_session(task, session)
+        _check_holder(task, sess, store.now())
+        if sync_ranges(ctx.repo, state):
+            store.save(ctx.lay, state)
+    checks = run_checks(ctx.repo, task.checks, ctx.config.checks.timeout_seconds) if run else []
+    failed = [c for c in checks if not c.passed]
+    if status == "done" and failed:
+        names = ", ".join(f"{c.command!r} (exit {c.exit_code})" for c in failed)
+        raise CheckFailed(f"{task_id}: check failed: {names}; nothing was delivered")
+    tv = view(ctx.repo, active_tasks(state))
+    entries = to_entries(tv.task_changes(task_id))
+    overlaps = [Overlap(path=ch.path, task_id=",".join(t for t in tids if t != task_id) or None,
+                        note="a change here straddles grants" + (f" (line {h.old_start})" if h else ""))
+                for ch, h, tids in tv.attribution.conflicts if task_id in tids]
+    overlaps += [Overlap(path=ch.path, note="change outside every grant: never committed")
+                 for ch, h in tv.attribution.unowned]
+    with store.locked(ctx.lay):
+        state = store.load(ctx.lay)
+        task = get_task(state, task_id)
+        _refuse_if_frozen(state, f"worker {status} {task_id}")
+        if task.state != TaskState.IN_PROGRESS:
+            raise StateRefused(f"{task_id} is {task.state} now; nothing was delivered")
+        now = store.now()
+        task.revision += 1
+        report = Report(
+            schema_version=1, task_id=task_id, status=status,  # type: ignore[arg-type]
+            session=sess, created_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds"),
+            base_commit=tv.snap.head, title=task.title, expect=task.expect, summary=summary,
+            changes=entries, patch_sha256=patch_digest(entries), snapshot=tv.snap.tree,
+            revision=task.revision, report_id=f"rep-{task_id}-r{task.revision}-{secrets.token_hex(4)}",
+            checks=checks, overlaps=overlaps[:1000], unfinished=unfinished,
+            proposed_commit=_proposed(task, message, summary), reason=reason)
+        git.run(ctx.repo, "update-ref", f"refs/hunkwise/snapshots/{task_id}/r{task.revision}",
+                tv.snap.tree)
+        path = inbox.deliver(ctx.lay.inbox, report.model_dump_json().encode(), task_id, task.revision)
+        task.state = TaskState.REPORTED
+        task.last_report = path.name
+        task.updated_at = now
+        if task.claim:
+            task.claim = task.claim.model_copy(update={"heartbeat": now})
+        store.save(ctx.lay, state)
+    return {"task": task.public(), "report": {"id": report.report_id, "revision": report.revision,
+            "status": status, "file": str(path), "changes": len(entries),
+            "hunks": sum(len(e.hunks) for e in entries),
+            "checks_passed": sum(1 for c in checks if c.passed), "checks_total": len(checks),
+            "overlaps": [o.model_dump() for o in overlaps]}}
+
+
+def done(ctx: Ctx, task_id: str, *, session: str | None, summary: str, unfinished: list[str],
+         message: str | None, run_checks: bool) -> dict[str, Any]:
+    return _report(ctx, task_id, status="done", session=session, summary=summary,
+                   unfinished=unfinished, message=message, reason=None, run=run_checks)
+
+
+def stopped(ctx: Ctx, task_id: str, *, status: str, session: str | None, reason: str) -> dict[str, Any]:
+    if not reason.strip():
+        raise UsageError("--reason must say why")
+    return _report(ctx, task_id, status=status, session=session, summary="", unfinished=[],
+                   message=None, reason=reason, run=False)
