@@ -179,6 +179,112 @@ def review_cmd(task_id: str, as_json: bool, repo: str | None) -> None:
         raise SystemExit(1)
 
 
+# ---- verdicts ----------------------------------------------------------------------------
+
+@cli.command()
+@click.argument("task_id")
+@click.option("--message", default=None, metavar="M", help="Commit message instead of the report's.")
+@click.option("--recheck/--no-recheck", default=None,
+              help="Run the task's checks on HEAD + exactly its changes first ([accept] recheck).")
+@_common
+def accept(task_id: str, message: str | None, recheck: bool | None, as_json: bool,
+           repo: str | None) -> None:
+    """Validate, then commit exactly the task's changes; print the commit id."""
+    from coordinator import accept as core
+
+    doc = core.accept(_ctx(repo), task_id, message=message, recheck=recheck)
+    emit(doc, as_json, lambda d: f"{d['commit']}  {task_id}: {len(d['paths'])} path(s)")
+
+
+@cli.command(name="request-changes")
+@click.argument("task_id")
+@click.option("--note", required=True, help="What to change; the worker sees it at start.")
+@_common
+def request_changes(task_id: str, note: str, as_json: bool, repo: str | None) -> None:
+    """Send the task back to its worker with a note."""
+    from coordinator import decide
+
+    doc = decide.request_changes(_ctx(repo), task_id, note)
+    emit(doc, as_json, lambda d: f"{task_id}: changes requested")
+
+
+@cli.command()
+@click.argument("task_id")
+@click.option("--note", required=True, help="Why.")
+@click.option("--discard", is_flag=True, help="Also remove exactly the task's changes from the tree.")
+@_common
+def reject(task_id: str, note: str, discard: bool, as_json: bool, repo: str | None) -> None:
+    """Reject a task; its grants are released."""
+    from coordinator import decide
+
+    doc = decide.reject(_ctx(repo), task_id, note, discard)
+    emit(doc, as_json, lambda d: f"{task_id}: rejected"
+         + (f"; discarded {', '.join(d['discarded'])}" if d["discarded"] else ""))
+
+
+@cli.command()
+@click.argument("task_id")
+@_common
+def defer(task_id: str, as_json: bool, repo: str | None) -> None:
+    """Move a task to the next batch; its grants and edits stay."""
+    from coordinator import decide
+
+    doc = decide.defer(_ctx(repo), task_id)
+    emit(doc, as_json, lambda d: f"{task_id}: deferred to batch {d['task']['batch']}")
+
+
+# ---- release freeze ----------------------------------------------------------------------
+
+@cli.command()
+@click.option("--defer-running", is_flag=True, help="Move in-progress tasks to the next batch.")
+@_common
+def freeze(defer_running: bool, as_json: bool, repo: str | None) -> None:
+    """Close the batch: stop worker mutations and record the frozen set."""
+    from coordinator import freeze as core
+
+    doc = core.freeze(_ctx(repo), defer_running=defer_running)
+
+    def human(d: dict[str, Any]) -> str:
+        f = d["freeze"]
+        head = "already frozen" if d["already"] else "frozen"
+        deferred = f"; deferred {', '.join(f['deferred'])}" if f["deferred"] else ""
+        return f"{head}: batch {f['batch']} at {f['commit']}{deferred}"
+
+    emit(doc, as_json, human)
+
+
+@cli.command()
+@click.option("--junit", default=None, metavar="FILE", help="Also write a JUnit XML record.")
+@_common
+def verify(junit: str | None, as_json: bool, repo: str | None) -> None:
+    """Run [verify] commands on exactly the frozen commit, in a clean checkout."""
+    from coordinator import freeze as core
+
+    doc = core.verify(_ctx(repo), junit=junit)
+
+    def human(d: dict[str, Any]) -> str:
+        lines = [f"{'pass' if c['exit_code'] == 0 else 'FAIL'}  {c['duration_s']:7.2f}s  {c['command']}"
+                 for c in d["commands"]]
+        lines += [f"problem: {p}" for p in d["problems"]]
+        lines.append(f"verify {'ok' if d['ok'] else 'FAILED'}: {d['commit']}")
+        return "\n".join(lines)
+
+    emit(doc, as_json, human)
+    if not doc["ok"]:
+        raise SystemExit(1)
+
+
+@cli.command()
+@_common
+def thaw(as_json: bool, repo: str | None) -> None:
+    """Lift the freeze; deferred tasks become startable in the new batch."""
+    from coordinator import freeze as core
+
+    doc = core.thaw(_ctx(repo))
+    emit(doc, as_json, lambda d: (f"thawed: batch {d['batch']} open" if d["thawed"] else "not frozen")
+         + (f"; startable again: {', '.join(d['reopened'])}" if d["reopened"] else ""))
+
+
 def main() -> None:
     as_json = "--json" in sys.argv[1:]
     try:
@@ -196,3 +302,8 @@ def main() -> None:
         sys.exit(fail(UsageError(e.format_message()), as_json, "coord"))
     except KeyboardInterrupt:
         sys.exit(130)
+    except Exception as e:  # noqa: BLE001 - a bug: say so in one line, keep the trace on stderr
+        import traceback
+
+        traceback.print_exc()
+        sys.exit(fail(CoordError(f"internal error: {type(e).__name__}: {e}"), as_json, "coord"))

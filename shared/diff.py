@@ -289,3 +289,18 @@ def iter_hunk_ids(changes: Iterable[FileChange]) -> Iterator[tuple[str, str]]:
     for ch in changes:
         for h in ch.hunks:
             yield ch.path, h.sha256
+
+
+def shift_hunks(hunks: Sequence[Hunk], applied: Sequence[Hunk]) -> list[Hunk]:
+    """`hunks` in the coordinates of the old text after `applied` (disjoint) were spliced in."""
+    out: list[Hunk] = []
+    for h in hunks:
+        delta = sum(a.new_lines - a.old_lines for a in applied
+                    if a.old_start < h.old_start or (a.old_start == h.old_start and a.old_lines == 0 and h.old_lines))
+        out.append(Hunk(h.old_start + delta, h.old_lines, h.new_start, h.new_lines, h.removed, h.added))
+    return out
+
+
+def inverse(h: Hunk) -> Hunk:
+    """The hunk that undoes `h`, in the coordinates of its new side."""
+    return Hunk(h.new_start, h.new_lines, h.old_start, h.old_lines, h.added, h.removed)

@@ -148,12 +148,44 @@ def cat_blobs(repo: Path, oids: Sequence[str]) -> dict[str, bytes]:
 
 
 def hash_blobs(repo: Path, contents: Sequence[bytes]) -> list[Sha]:
-    """Write blobs with one process per call (`hash-object -w --stdin-paths` needs files)."""
-    shas: list[Sha] = []
-    for data in contents:
-        shas.append(Sha(run(repo, "hash-object", "-w", "--stdin", "--no-filters",
-                            input=data).decode().strip()))
-    return shas
+    """Write blobs exactly as given (no filters) with one `hash-object` process."""
+    if not contents:
+        return []
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="hunkwise-blobs-") as tmp:
+        names = []
+        for i, data in enumerate(contents):
+            name = os.path.join(tmp, str(i))
+            with open(name, "wb") as f:
+                f.write(data)
+            names.append(name)
+        out = run(repo, "hash-object", "-w", "--no-filters", "--stdin-paths",
+                  input=("\n".join(names) + "\n").encode())
+    return [Sha(x) for x in out.decode().split()]
+
+
+def build_tree(repo: Path, base: str, entries: Mapping[str, tuple[str, str] | None]) -> Sha:
+    """The tree `base` with `entries` ({path: (mode, oid)} or None to delete) applied.
+
+    Works in a throwaway index, never the real one.
+    """
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="hunkwise-idx-", dir=git_dir(repo)) as tmp:
+        env = {"GIT_INDEX_FILE": os.path.join(tmp, "index")}
+        run(repo, "read-tree", base, env=env)
+        run(repo, "update-index", "-z", "--index-info", input=index_info(entries), env=env)
+        return Sha(run(repo, "write-tree", env=env).decode().strip())
+
+
+def index_info(entries: Mapping[str, tuple[str, str] | None]) -> bytes:
+    """`update-index -z --index-info` input; mode 0 removes a path."""
+    lines = []
+    for path, entry in entries.items():
+        mode, oid = entry if entry is not None else ("0", "0" * 40)
+        lines.append(f"{mode} {oid}\t".encode() + os.fsencode(path) + b"\0")
+    return b"".join(lines)
 
 
 def index_dirty(repo: Path) -> list[str]:

@@ -162,6 +162,8 @@ class Freeze(Strict):
     by: str
     at: float
     fingerprint: str
+    tree: str
+    index: str
 
 
 class State(Strict):

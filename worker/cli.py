@@ -131,3 +131,8 @@ def main() -> None:
         sys.exit(fail(UsageError(e.format_message()), as_json, "worker"))
     except KeyboardInterrupt:
         sys.exit(130)
+    except Exception as e:  # noqa: BLE001 - a bug: say so in one line, keep the trace on stderr
+        import traceback
+
+        traceback.print_exc()
+        sys.exit(fail(CoordError(f"internal error: {type(e).__name__}: {e}"), as_json, "worker"))

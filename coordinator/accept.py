@@ -1,0 +1,168 @@
+"""`coord accept`: commit exactly one task's changes out of a shared dirty tree.
+
+The algorithm (shared/STYLE.md, "Staging exactly one task's hunks"): snapshot the tree
+through a throwaway index; attribute its -U0 hunks to grants; splice each file's new blob
+from HEAD's bytes and the task's hunks; write a tree in a second throwaway index; prove
+that HEAD -> tree is exactly the task's changes and tree -> snapshot exactly the rest;
+`commit-tree`; move HEAD with a compare-and-swap; reset only the committed paths of the
+real index. Hooks never run: a stashing pre-commit hook would yank others' edits.
+`git apply --cached` on a subset of -U0 hunks is not used: it can place a hunk on the
+wrong line and still exit 0.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import inbox
+from coordinator.review import newest_report, validate
+from shared import diff, git, store
+from shared.checks import run_checks
+from shared.context import Ctx, get_task
+from shared.diff import FileChange
+from shared.errors import CheckFailed, StateRefused
+from shared.models import Report, Task, TaskState
+from shared.tree import TreeView, active_tasks, sync_ranges, view
+from shared.workspace import clean_checkout
+
+MAX_ATTEMPTS = 5
+INDEX_LOCK_WAIT_S = 10.0
+
+
+@dataclass
+class Plan:
+    tree: str
+    entries: dict[str, tuple[str, str] | None]
+    paths: list[str]
+
+
+def _whole_entry(ch: FileChange) -> tuple[str, str] | None:
+    return None if ch.status == "D" else (ch.new_mode, ch.new_oid)
+
+
+def plan_commit(ctx: Ctx, tv: TreeView, task_id: str) -> Plan:
+    """The tree HEAD + exactly the task's changes, proven against the snapshot."""
+    mine = tv.task_changes(task_id)
+    by_path = {c.path: c for c in tv.changes}
+    split = [c for c in mine if c.splittable and c.hunks]
+    split_paths = {c.path for c in split}
+    blobs = git.cat_blobs(ctx.repo, [c.old_oid for c in split] + [c.new_oid for c in split])
+    entries: dict[str, tuple[str, str] | None] = {}
+    new_contents: list[bytes] = []
+    for c in mine:
+        if c.path in split_paths:
+            continue
+        entries[c.path] = _whole_entry(c)
+    for c in split:
+        full = by_path[c.path]
+        ids = {id(h) for h in c.hunks}
+        others = [h for h in full.hunks if id(h) not in ids]
+        try:
+            new = diff.splice(blobs[c.old_oid], c.hunks)
+            rest = diff.splice(new, diff.shift_hunks(others, c.hunks))
+        except ValueError as e:
+            raise CheckFailed(f"{c.path}: cannot separate {task_id}'s hunks ({e}); nothing committed") from None
+        if rest != blobs[c.new_oid]:
+            raise CheckFailed(f"{c.path}: HEAD + {task_id}'s hunks + the others' hunks does not "
+                              "give the working tree's bytes; nothing committed")
+        new_contents.append(new)
+    for c, oid in zip(split, git.hash_blobs(ctx.repo, new_contents)):
+        entries[c.path] = (c.new_mode, oid)
+    tree = git.build_tree(ctx.repo, tv.snap.head_tree, entries)
+    got = {c.path for c in diff.diff_trees(ctx.repo, tv.snap.head_tree, tree)}
+    want = {c.path for c in mine}
+    if got != want:
+        raise CheckFailed(f"self-check failed: the commit would touch {sorted(got ^ want)[:5]} "
+                          "beyond the task's changes; nothing committed")
+    return Plan(tree=tree, entries=entries, paths=sorted(entries))
+
+
+def commit_message(task: Task, report: Report, message: str | None) -> bytes:
+    if message and message.strip():
+        subject, _, body = message.strip().partition("\n")
+    else:
+        subject, body = report.proposed_commit.subject, report.proposed_commit.body
+    text = subject.strip()
+    if body.strip():
+        text += "\n\n" + body.strip()
+    text += f"\n\nCoord-Task: {task.id}\n"
+    return text.encode()
+
+
+def _reset_index_paths(ctx: Ctx, entries: dict[str, tuple[str, str] | None]) -> None:
+    """Make the real index hold HEAD's entries for exactly the committed paths."""
+    deadline = time.monotonic() + INDEX_LOCK_WAIT_S
+    info = git.index_info(entries)
+    while True:
+        rc, _ = git.run_rc(ctx.repo, "update-index", "-z", "--index-info", input=info)
+        if rc == 0:
+            return
+        if time.monotonic() > deadline:
+            raise StateRefused("committed, but the index stayed locked (index.lock); run "
+                               "`git reset -q -- " + " ".join(list(entries)[:3]) + "` to refresh it")
+        time.sleep(0.05)
+
+
+def accept(ctx: Ctx, task_id: str, *, message: str | None, recheck: bool | None) -> dict[str, Any]:
+    do_recheck = ctx.config.accept.recheck if recheck is None else recheck
+    for _attempt in range(MAX_ATTEMPTS):
+        with store.locked(ctx.lay):
+            state = store.load(ctx.lay)
+            task = get_task(state, task_id)
+            if state.freeze is not None:
+                raise StateRefused(f"coord accept {task_id} refused: release freeze of batch "
+                                   f"{state.freeze.batch} in force; coord thaw first")
+            if task.state == TaskState.ACCEPTED:
+                raise StateRefused(f"{task_id} is accepted already (commit {task.commit}); "
+                                   "nothing new to commit")
+            if task.state != TaskState.REPORTED:
+                raise StateRefused(f"{task_id} is {task.state}; only reported tasks can be accepted")
+            if sync_ranges(ctx.repo, state):
+                store.save(ctx.lay, state)
+        entry, report = newest_report(ctx, task_id)
+        tv = view(ctx.repo, active_tasks(state))
+        findings, _ = validate(ctx, state, task, report, tv)
+        if findings:
+            codes = ", ".join(sorted({f.code for f in findings}))
+            first = findings[0]
+            raise CheckFailed(f"{task_id} is not valid ({codes}): "
+                              f"{first.path + ': ' if first.path else ''}{first.detail}; nothing staged")
+        if not tv.task_changes(task_id):
+            raise CheckFailed(f"{task_id} has no changes in the tree; nothing to commit")
+        plan = plan_commit(ctx, tv, task_id)
+        head = tv.snap.head
+        parents = ("-p", head) if head else ()
+        commit = git.run(ctx.repo, "commit-tree", plan.tree, *parents,
+                         input=commit_message(task, report, message)).decode().strip()
+        if do_recheck and task.checks:
+            with clean_checkout(ctx.repo, commit) as where:
+                results = run_checks(where, task.checks, ctx.config.checks.timeout_seconds)
+            bad = [r for r in results if not r.passed]
+            if bad:
+                raise CheckFailed(f"{task_id}: recheck on HEAD + the task's changes failed: "
+                                  + ", ".join(f"{r.command!r} (exit {r.exit_code})" for r in bad)
+                                  + "; nothing committed")
+        with store.locked(ctx.lay):
+            state = store.load(ctx.lay)
+            if state.freeze is not None:
+                raise StateRefused(f"coord accept {task_id} refused: a freeze began meanwhile")
+            rc, _ = git.run_rc(ctx.repo, "update-ref", "-m", f"coord accept {task_id}", "HEAD",
+                               commit, head or "0" * 40,
+                               env={"HUNKWISE_COORDINATOR": "1"})
+            if rc != 0:
+                continue  # HEAD moved since the snapshot: start over
+            _reset_index_paths(ctx, plan.entries)
+            task = state.tasks[task_id]
+            task.state = TaskState.ACCEPTED
+            task.commit = commit
+            task.claim = None
+            task.updated_at = store.now()
+            sync_ranges(ctx.repo, state, owner_commit=(task_id, commit))
+            store.save(ctx.lay, state)
+        for e in inbox.find_task_reports(ctx.lay.inbox, task_id):
+            inbox.archive(e)
+        return {"commit": commit, "task": task_id, "paths": plan.paths,
+                "revision": report.revision}
+    raise StateRefused(f"HEAD kept moving while accepting {task_id} ({MAX_ATTEMPTS} tries); try again")

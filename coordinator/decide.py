@@ -1,0 +1,94 @@
+"""The coordinator's other verdicts: request-changes, reject (optionally discarding), defer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import inbox
+from shared import diff, git, store
+from shared.context import Ctx, get_task
+from shared.errors import StateRefused, UsageError
+from shared.models import Note, TaskState
+from shared.tree import TreeView, active_tasks, sync_ranges, view
+from shared.worktree import write_entries
+
+
+def _note(text: str, kind: str) -> Note:
+    if not text.strip():
+        raise UsageError("--note must say something")
+    return Note(at=store.now(), by="coordinator", kind=kind, text=text)
+
+
+def request_changes(ctx: Ctx, task_id: str, note: str) -> dict[str, Any]:
+    n = _note(note, "changes_requested")
+    with store.transaction(ctx.lay) as state:
+        task = get_task(state, task_id)
+        if task.state not in (TaskState.REPORTED, TaskState.IN_PROGRESS):
+            raise StateRefused(f"{task_id} is {task.state}; changes can be requested of a "
+                               "reported task")
+        task.state = TaskState.CHANGES_REQUESTED
+        task.notes.append(n)
+        task.claim = None
+        task.updated_at = n.at
+    for e in inbox.find_task_reports(ctx.lay.inbox, task_id):
+        inbox.archive(e)
+    return {"task": task.public(), "note": note}
+
+
+def defer(ctx: Ctx, task_id: str) -> dict[str, Any]:
+    with store.transaction(ctx.lay) as state:
+        task = get_task(state, task_id)
+        if not task.active:
+            raise StateRefused(f"{task_id} is {task.state}; only active tasks can be deferred")
+        task.state = TaskState.DEFERRED
+        task.batch = state.batch + 1
+        task.claim = None
+        task.updated_at = store.now()
+    return {"task": task.public()}
+
+
+def discard_entries(ctx: Ctx, tv: TreeView, task_id: str) -> dict[str, tuple[str, str] | None]:
+    """Working-tree entries that remove exactly the task's changes and keep the rest."""
+    mine = tv.task_changes(task_id)
+    split = [c for c in mine if c.splittable and c.hunks]
+    blobs = git.cat_blobs(ctx.repo, [c.new_oid for c in split])
+    entries: dict[str, tuple[str, str] | None] = {}
+    contents: list[bytes] = []
+    for c in mine:
+        if c.splittable and c.hunks:
+            contents.append(diff.splice(blobs[c.new_oid], [diff.inverse(h) for h in c.hunks]))
+        elif c.status == "A":
+            entries[c.path] = None
+        else:
+            entries[c.path] = (c.old_mode, c.old_oid)
+    for c, oid in zip(split, git.hash_blobs(ctx.repo, contents)):
+        entries[c.path] = (c.new_mode, oid)
+    return entries
+
+
+def reject(ctx: Ctx, task_id: str, note: str, discard: bool) -> dict[str, Any]:
+    n = _note(note, "rejected")
+    with store.locked(ctx.lay):
+        state = store.load(ctx.lay)
+        task = get_task(state, task_id)
+        if not task.active:
+            raise StateRefused(f"{task_id} is {task.state} already")
+        if discard and state.freeze is not None:
+            raise StateRefused("--discard changes the tree, which a release freeze forbids")
+        sync_ranges(ctx.repo, state)
+        discarded: list[str] = []
+        if discard:
+            tv = view(ctx.repo, active_tasks(state))
+            entries = discard_entries(ctx, tv, task_id)
+            before = {c.path: (None if c.status == "D" else c.new_oid)
+                      for c in tv.task_changes(task_id)}
+            write_entries(ctx.repo, entries, expect=before)
+            discarded = sorted(entries)
+        task.state = TaskState.REJECTED
+        task.notes.append(n)
+        task.claim = None
+        task.updated_at = n.at
+        store.save(ctx.lay, state)
+    for e in inbox.find_task_reports(ctx.lay.inbox, task_id):
+        inbox.archive(e)
+    return {"task": task.public(), "discarded": discarded}

@@ -1,0 +1,215 @@
+"""`coord freeze`, `coord verify`, `coord thaw`: prove exactly the frozen set, once.
+
+A freeze closes a batch: worker mutations and accepts are refused (each checks the freeze
+under the same lock that guards its write), the frozen commit and a fingerprint of the
+whole working tree and index are recorded, and `verify` runs the regression in a clean
+checkout of that commit, never in the shared tree. At the end verify re-checks HEAD and
+the fingerprint (compare-and-swap): anything that slipped in, even bypassing the tool,
+fails it. A freeze left by a crashed CI stays until someone thaws it.
+"""
+
+from __future__ import annotations
+
+import getpass
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from pathlib import Path
+from typing import Any
+from xml.sax.saxutils import quoteattr
+
+from shared import diff, git, store
+from shared.context import Ctx, env_session, iso, machine_name
+from shared.errors import StateRefused, UsageError
+from shared.models import Freeze, TaskState
+from shared.workspace import clean_checkout
+
+TAIL_LINES = 40
+
+
+def fingerprint(ctx: Ctx) -> tuple[str, str, str]:
+    """(digest, snapshot tree, index digest) of the working tree and the real index."""
+    snap = diff.snapshot(ctx.repo)
+    index = hashlib.sha256(git.run(ctx.repo, "ls-files", "-s", "-z")).hexdigest()
+    digest = hashlib.sha256(f"{snap.head}\n{snap.tree}\n{index}".encode()).hexdigest()
+    return digest, snap.tree, index
+
+
+def _who() -> str:
+    s = env_session()
+    if s:
+        return s
+    try:
+        user = getpass.getuser()
+    except Exception:  # noqa: BLE001 - no passwd entry in some containers
+        user = "unknown"
+    return f"{user}@{machine_name()}"
+
+
+def freeze(ctx: Ctx, *, defer_running: bool) -> dict[str, Any]:
+    with store.transaction(ctx.lay) as state:
+        if state.freeze is not None:
+            return {"freeze": state.freeze.model_dump(), "already": True}
+        running = sorted(t.id for t in state.tasks.values() if t.state == TaskState.IN_PROGRESS)
+        if running and not defer_running:
+            raise StateRefused("cannot freeze while tasks are in progress: " + ", ".join(running)
+                               + " (wait for their reports, or use --defer-running)")
+        for tid in running:
+            t = state.tasks[tid]
+            t.state = TaskState.DEFERRED
+            t.batch = state.batch + 1
+            t.claim = None
+            t.updated_at = store.now()
+        digest, tree, index = fingerprint(ctx)
+        state.freeze = Freeze(commit=git.head(ctx.repo), batch=state.batch, deferred=running,
+                              by=_who(), at=store.now(), fingerprint=digest, tree=tree, index=index)
+        fz = state.freeze
+    return {"freeze": fz.model_dump(), "already": False}
+
+
+def thaw(ctx: Ctx) -> dict[str, Any]:
+    with store.transaction(ctx.lay) as state:
+        fz = state.freeze
+        if fz is None:
+            return {"thawed": False, "batch": state.batch, "reopened": []}
+        state.freeze = None
+        state.batch = fz.batch + 1
+        reopened = []
+        for t in state.tasks.values():
+            if t.state == TaskState.DEFERRED:
+                t.state = TaskState.ASSIGNED
+                t.batch = state.batch
+                reopened.append(t.id)
+            if t.held_until_thaw:
+                t.held_until_thaw = False
+                t.batch = state.batch
+                reopened.append(t.id)
+    return {"thawed": True, "batch": state.batch, "reopened": sorted(set(reopened)),
+            "was": fz.model_dump()}
+
+
+def _run_streamed(cmd: str, cwd: Path, timeout: float, label: str) -> tuple[int, float, list[str]]:
+    """Run one command, streaming its output to stderr line by line with a prefix."""
+    start = time.monotonic()
+    proc = subprocess.Popen(["/bin/sh", "-c", cmd], cwd=str(cwd), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    tail: deque[str] = deque(maxlen=TAIL_LINES)
+
+    def pump() -> None:
+        assert proc.stdout is not None
+        for raw in iter(proc.stdout.readline, b""):
+            line = raw.decode("utf-8", "replace").rstrip("\n")
+            tail.append(line)
+            sys.stderr.write(f"[{label} {time.monotonic() - start:6.1f}s] {line[:2000]}\n")
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    try:
+        code = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        code = 124
+        tail.append(f"[timed out after {timeout:g}s]")
+    reader.join(timeout=5)
+    return code, round(time.monotonic() - start, 3), list(tail)
+
+
+def _changed_paths(ctx: Ctx, old_tree: str, new_tree: str) -> list[str]:
+    out = git.run(ctx.repo, "diff-tree", "-r", "-z", "--name-only", "--no-renames", old_tree, new_tree)
+    return [os.fsdecode(p) for p in out.split(b"\0") if p]
+
+
+def verify(ctx: Ctx, *, junit: str | None = None) -> dict[str, Any]:
+    cfg = ctx.config.verify
+    state = store.load(ctx.lay)
+    fz = state.freeze
+    problems: list[str] = []
+    results: list[dict[str, Any]] = []
+    if fz is None:
+        doc = {"ok": False, "commit": git.head(ctx.repo), "problems": ["not frozen: run coord freeze first"],
+               "commands": []}
+        return doc
+    if not cfg.commands:
+        problems.append("coord.toml has no [verify] commands: nothing proves the frozen set")
+    head = git.head(ctx.repo)
+    if head != fz.commit:
+        problems.append(f"HEAD moved since the freeze: {fz.commit} -> {head}")
+    if fz.commit and not problems:
+        with clean_checkout(ctx.repo, fz.commit) as where:
+            for i, cmd in enumerate(cfg.commands, 1):
+                sys.stderr.write(f"verify [{i}/{len(cfg.commands)}] {cmd}\n")
+                code, secs, tail = _run_streamed(cmd, where, cfg.timeout_seconds, f"{i}")
+                results.append({"command": cmd, "exit_code": code, "duration_s": secs,
+                                "passed": code == 0, "output_tail": "\n".join(tail)})
+                sys.stderr.write(f"verify [{i}/{len(cfg.commands)}] "
+                                 f"{'pass' if code == 0 else 'FAIL'} in {secs:.1f}s\n")
+                if code != 0:
+                    why = "timed out" if code == 124 else f"exit {code}"
+                    problems.append(f"{cmd!r} failed ({why})")
+    elif fz.commit is None:
+        problems.append("the frozen state has no commit")
+    # Compare-and-swap at the end: the proof holds only for what is still frozen.
+    with store.locked(ctx.lay):
+        now_state = store.load(ctx.lay)
+        if now_state.freeze is None or now_state.freeze.fingerprint != fz.fingerprint:
+            problems.append("the freeze was lifted or replaced while verify ran")
+        head2 = git.head(ctx.repo)
+        if head2 != fz.commit and f"HEAD moved since the freeze: {fz.commit} -> {head}" not in problems:
+            problems.append(f"HEAD moved during verify: {fz.commit} -> {head2}")
+        digest, tree, index = fingerprint(ctx)
+        if digest != fz.fingerprint:
+            changed = _changed_paths(ctx, fz.tree, tree) if tree != fz.tree else []
+            if changed:
+                problems.append("the working tree changed since the freeze: " + ", ".join(changed[:20])
+                                + (f" (+{len(changed) - 20} more)" if len(changed) > 20 else ""))
+            if index != fz.index:
+                problems.append("the index changed since the freeze (something was staged)")
+            if not changed and index == fz.index and head2 == fz.commit:
+                problems.append("the working tree changed since the freeze")
+    ok = not problems
+    doc = {"ok": ok, "commit": fz.commit, "problems": problems,
+           "commands": results, "batch": fz.batch, "at": iso(time.time())}
+    _save_record(ctx, doc)
+    if junit:
+        _write_junit(Path(junit), doc)
+    return doc
+
+
+def _save_record(ctx: Ctx, doc: dict[str, Any]) -> None:
+    d = ctx.lay.root / "verifications"
+    d.mkdir(parents=True, exist_ok=True)
+    name = f"{doc['commit'] or 'none'}-{int(time.time() * 1000)}.json"
+    store.atomic_write(d / name, json.dumps(doc, indent=1).encode())
+    doc["record"] = str(d / name)
+
+
+def _write_junit(path: Path, doc: dict[str, Any]) -> None:
+    cases = []
+    for c in doc["commands"]:
+        body = ""
+        if not c["passed"]:
+            text = c["output_tail"].replace("]]>", "]]]]><![CDATA[>")
+            exit_text = quoteattr(f"exit {c['exit_code']}")
+            body = (f"<failure message={exit_text}>"
+                    f"<![CDATA[{text}]]></failure>")
+        cases.append(f'  <testcase classname="coord.verify" name={quoteattr(c["command"])} '
+                     f'time="{c["duration_s"]}">{body}</testcase>')
+    for p in doc["problems"]:
+        if not any(p.startswith(repr(c["command"])) for c in doc["commands"]):
+            cases.append(f'  <testcase classname="coord.verify" name="frozen set">'
+                         f"<failure message={quoteattr(p)}/></testcase>")
+    failures = sum(1 for c in cases if "<failure" in c)
+    xml = (f'<?xml version="1.0" encoding="UTF-8"?>\n<testsuite name="coord verify" '
+           f'tests="{len(cases)}" failures="{failures}">\n' + "\n".join(cases) + "\n</testsuite>\n")
+    try:
+        store.atomic_write(path.resolve(), xml.encode())
+    except OSError as e:
+        raise UsageError(f"--junit {path}: {e.strerror}") from None

@@ -1,0 +1,128 @@
+"""The hermetic seal and the repository fixtures every test stands on.
+
+Tests use real git in temporary repositories. HOME, XDG and git's system config are
+pointed away from the user's, and author, committer and dates are pinned.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+
+
+@pytest.fixture(autouse=True)
+def hermetic(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    home = tmp_path_factory.mktemp("home")
+    for key in list(os.environ):
+        if key.startswith(("GIT_", "COORD_")):
+            monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / ".gitconfig"))
+    monkeypatch.setenv("GIT_AUTHOR_NAME", "Test Author")
+    monkeypatch.setenv("GIT_AUTHOR_EMAIL", "author@example.com")
+    monkeypatch.setenv("GIT_COMMITTER_NAME", "Test Committer")
+    monkeypatch.setenv("GIT_COMMITTER_EMAIL", "committer@example.com")
+    monkeypatch.setenv("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
+    monkeypatch.setenv("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
+    monkeypatch.setenv("TZ", "UTC")
+    monkeypatch.setenv("PATH", f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    (home / ".gitconfig").write_text("[init]\n\tdefaultBranch = main\n")
+    yield
+
+
+def git(repo: Path, *args: str, input: bytes | None = None, check: bool = True) -> str:
+    proc = subprocess.run(["git", *args], cwd=repo, input=input, capture_output=True)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"git {' '.join(args)} failed: {proc.stderr.decode()}")
+    return proc.stdout.decode("utf-8", "surrogateescape")
+
+
+def git_bytes(repo: Path, *args: str) -> bytes:
+    return subprocess.run(["git", *args], cwd=repo, capture_output=True, check=True).stdout
+
+
+def write(repo: Path, path: str, content: str | bytes) -> Path:
+    p = repo / path
+    p.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(content, str):
+        content = content.encode()
+    p.write_bytes(content)
+    return p
+
+
+def numbered(n: int, prefix: str = "line") -> str:
+    return "".join(f"{prefix} {i}\n" for i in range(1, n + 1))
+
+
+def set_line(repo: Path, path: str, n: int, text: str) -> None:
+    p = repo / path
+    rows = p.read_bytes().split(b"\n")
+    rows[n - 1] = text.encode()
+    p.write_bytes(b"\n".join(rows))
+
+
+@pytest.fixture
+def make_repo(tmp_path: Path) -> Callable[..., Path]:
+    """make_repo({"path": content, ...}) -> a repo with one commit holding those files."""
+    counter = iter(range(1000))
+
+    def make(files: dict[str, str | bytes] | None = None, *, commit: bool = True) -> Path:
+        repo = tmp_path / f"repo{next(counter)}"
+        repo.mkdir()
+        git(repo, "init", "-q", "-b", "main")
+        git(repo, "config", "user.name", "Test Author")
+        git(repo, "config", "user.email", "author@example.com")
+        for path, content in (files or {}).items():
+            write(repo, path, content)
+        if commit:
+            git(repo, "add", "-A")
+            git(repo, "commit", "-q", "--allow-empty", "-m", "init")
+        return repo
+
+    return make
+
+
+@dataclass
+class Result:
+    code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def doc(self) -> Any:
+        return json.loads(self.stdout)
+
+
+def run_cli(tool: str, repo: Path, *args: str, session: str | None = None,
+            env: dict[str, str] | None = None, json_out: bool = True, timeout: float = 120) -> Result:
+    e = dict(os.environ)
+    if session:
+        e["COORD_SESSION"] = session
+    if env:
+        e.update(env)
+    argv = [str(BIN / tool), *args] + (["--json"] if json_out else [])
+    p = subprocess.run(argv, cwd=repo, env=e, capture_output=True, text=True, timeout=timeout)
+    return Result(p.returncode, p.stdout, p.stderr)
+
+
+@pytest.fixture
+def coord() -> Callable[..., Result]:
+    return lambda repo, *a, **k: run_cli("coord", repo, *a, **k)
+
+
+@pytest.fixture
+def worker() -> Callable[..., Result]:
+    return lambda repo, *a, **k: run_cli("worker", repo, *a, **k)
