@@ -15,7 +15,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest
 
 demo: $(STAMP)
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python bench/../demo.py
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python demo/demo.py
 
 smoke: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(PYTHON) ../shared/acceptance/smoke.py

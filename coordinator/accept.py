@@ -91,7 +91,7 @@ def commit_message(task: Task, report: Report, message: str | None) -> bytes:
     return text.encode()
 
 
-def _reset_index_paths(ctx: Ctx, entries: dict[str, tuple[str, str] | None]) -> None:
+def reset_index_paths(ctx: Ctx, entries: dict[str, tuple[str, str] | None]) -> None:
     """Make the real index hold HEAD's entries for exactly the committed paths."""
     deadline = time.monotonic() + INDEX_LOCK_WAIT_S
     info = git.index_info(entries)
@@ -153,7 +153,7 @@ def accept(ctx: Ctx, task_id: str, *, message: str | None, recheck: bool | None)
                                env={"HUNKWISE_COORDINATOR": "1"})
             if rc != 0:
                 continue  # HEAD moved since the snapshot: start over
-            _reset_index_paths(ctx, plan.entries)
+            reset_index_paths(ctx, plan.entries)
             task = state.tasks[task_id]
             task.state = TaskState.ACCEPTED
             task.commit = commit

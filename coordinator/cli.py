@@ -233,6 +233,18 @@ def defer(task_id: str, as_json: bool, repo: str | None) -> None:
     emit(doc, as_json, lambda d: f"{task_id}: deferred to batch {d['task']['batch']}")
 
 
+@cli.command()
+@click.argument("task_id")
+@_common
+def revert(task_id: str, as_json: bool, repo: str | None) -> None:
+    """Commit the exact inverse of an accepted task's commit."""
+    from coordinator import revert as core
+
+    doc = core.revert(_ctx(repo), task_id)
+    emit(doc, as_json, lambda d: f"{d['commit']}  reverts {d['reverts'][:12]} ({task_id})"
+         + (f"; uncommitted edits kept in {', '.join(d['tree_left'])}" if d["tree_left"] else ""))
+
+
 # ---- release freeze ----------------------------------------------------------------------
 
 @cli.command()

@@ -1,0 +1,105 @@
+"""`coord revert ID`: commit the exact inverse of a task's accepted commit."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coordinator.accept import reset_index_paths
+from shared import diff, git, store
+from shared.context import Ctx, get_task
+from shared.errors import StateRefused, UsageError
+from shared.models import TaskState
+from shared.tree import sync_ranges
+from shared.worktree import current_oids, write_entries
+
+
+def revert(ctx: Ctx, task_id: str) -> dict[str, Any]:
+    with store.locked(ctx.lay):
+        state = store.load(ctx.lay)
+        task = get_task(state, task_id)
+        if state.freeze is not None:
+            raise StateRefused(f"coord revert {task_id} refused: a release freeze is in force")
+        if task.state != TaskState.ACCEPTED or not task.commit:
+            raise StateRefused(f"{task_id} is {task.state}; only an accepted task can be reverted")
+        commit = task.commit
+        head = git.head(ctx.repo)
+        rc, _ = git.run_rc(ctx.repo, "merge-base", "--is-ancestor", commit, head or "HEAD")
+        if head is None or rc != 0:
+            raise UsageError(f"{task_id}'s commit {commit[:12]} is not in HEAD's history")
+        parent = git.run(ctx.repo, "rev-parse", f"{commit}^").decode().strip()
+        own = diff.diff_trees(ctx.repo, parent, commit)
+        paths = [c.path for c in own]
+        later = {c.path: c for c in diff.diff_trees(ctx.repo, commit, head, paths)}
+        entries: dict[str, tuple[str, str] | None] = {}
+        problems: list[str] = []
+        split = [c for c in own if c.splittable and c.hunks and
+                 (c.path not in later or later[c.path].splittable)]
+        head_blobs = git.cat_blobs(ctx.repo, [later[c.path].new_oid if c.path in later else c.new_oid
+                                              for c in split])
+        contents: list[bytes] = []
+        for c in own:
+            if c.path in {s.path for s in split}:
+                continue
+            if c.path in later:
+                problems.append(f"{c.path}: changed again after {commit[:12]}")
+            else:
+                entries[c.path] = None if c.status == "A" else (c.old_mode, c.old_oid)
+        kept: list[tuple[str, str]] = []
+        for c in split:
+            inv = [diff.inverse(h) for h in c.hunks]
+            through = later[c.path].hunks if c.path in later else []
+            moved, clashes = diff.carry(inv, through)
+            for h in clashes:
+                problems.append(f"{c.path}: lines {h.old_start}-{h.old_end} were changed again "
+                                f"after {commit[:12]}")
+            if clashes:
+                continue
+            base_oid = later[c.path].new_oid if c.path in later else c.new_oid
+            try:
+                contents.append(diff.splice(head_blobs[base_oid], moved))
+            except ValueError as e:
+                problems.append(f"{c.path}: {e}")
+                continue
+            kept.append((c.path, c.new_mode))
+        if problems:
+            raise StateRefused(f"cannot revert {task_id}: " + "; ".join(problems[:10]))
+        for (path, mode), oid in zip(kept, git.hash_blobs(ctx.repo, contents)):
+            entries[path] = (mode, oid)
+        tree = git.build_tree(ctx.repo, git.head_tree(ctx.repo), entries)
+        subject = git.run(ctx.repo, "log", "-1", "--format=%s", commit).decode().strip()
+        msg = (f'Revert "{subject}"\n\nThis reverts commit {commit}.\n\nCoord-Task: {task_id}\n')
+        new = git.run(ctx.repo, "commit-tree", tree, "-p", head, input=msg.encode()).decode().strip()
+        rc, _ = git.run_rc(ctx.repo, "update-ref", "-m", f"coord revert {task_id}", "HEAD", new, head,
+                           env={"HUNKWISE_COORDINATOR": "1"})
+        if rc != 0:
+            raise StateRefused("HEAD moved while reverting; try again")
+        reset_index_paths(ctx, entries)
+        tree_left = _update_tree(ctx, head, entries)
+        sync_ranges(ctx.repo, state)
+        task.notes.append(_note_reverted(new))
+        store.save(ctx.lay, state)
+    return {"commit": new, "task": task_id, "reverts": commit, "paths": sorted(entries),
+            "tree_left": tree_left}
+
+
+def _update_tree(ctx: Ctx, old_head: str, entries: dict[str, tuple[str, str] | None]) -> list[str]:
+    """Bring the reverted paths of the working tree along where nobody edited them since.
+
+    A path with uncommitted edits keeps them untouched (and so still shows the task's lines
+    as a change against the new HEAD); the caller names those paths.
+    """
+    now = current_oids(ctx.repo, list(entries))
+    old = {}
+    for path in entries:
+        found = git.run_rc(ctx.repo, "rev-parse", "-q", "--verify", f"{old_head}:{path}")
+        old[path] = found[1].decode().strip() if found[0] == 0 else None
+    clean = {p: e for p, e in entries.items() if now.get(p) == old[p]}
+    if clean:
+        write_entries(ctx.repo, clean, expect={p: old[p] for p in clean})
+    return sorted(set(entries) - set(clean))
+
+
+def _note_reverted(commit: str):  # type: ignore[no-untyped-def]
+    from shared.models import Note
+
+    return Note(at=store.now(), by="coordinator", kind="reverted", text=f"reverted by {commit}")
