@@ -304,3 +304,28 @@ def shift_hunks(hunks: Sequence[Hunk], applied: Sequence[Hunk]) -> list[Hunk]:
 def inverse(h: Hunk) -> Hunk:
     """The hunk that undoes `h`, in the coordinates of its new side."""
     return Hunk(h.new_start, h.new_lines, h.old_start, h.old_lines, h.added, h.removed)
+
+
+def _touches(a: Hunk, b: Hunk) -> bool:
+    """Do two hunks over the same old text change the same lines?"""
+    if a.old_lines and b.old_lines:
+        return a.old_start <= b.old_end and b.old_start <= a.old_end
+    if not a.old_lines and not b.old_lines:
+        return a.old_start == b.old_start
+    ins, rem = (a, b) if not a.old_lines else (b, a)
+    return rem.old_start <= ins.old_start < rem.old_end
+
+
+def carry(hunks: Sequence[Hunk], through: Sequence[Hunk]) -> tuple[list[Hunk], list[Hunk]]:
+    """Move `hunks` (over text A) across the edits `through` (A -> B).
+
+    Returns (hunks in B's coordinates, hunks that collide with an edit of the same lines).
+    """
+    moved: list[Hunk] = []
+    clashes: list[Hunk] = []
+    for h in hunks:
+        if any(_touches(h, t) for t in through):
+            clashes.append(h)
+        else:
+            moved.extend(shift_hunks([h], through))
+    return moved, clashes
