@@ -20,7 +20,7 @@ import inbox
 from coordinator.review import newest_report, validate
 from shared import diff, git, store
 from shared.checks import run_checks
-from shared.context import Ctx, get_task
+from shared.context import Ctx, get_task, iso
 from shared.diff import FileChange
 from shared.errors import CheckFailed, StateRefused
 from shared.models import Report, Task, TaskState
@@ -112,8 +112,10 @@ def accept(ctx: Ctx, task_id: str, *, message: str | None, recheck: bool | None)
             state = store.load(ctx.lay)
             task = get_task(state, task_id)
             if state.freeze is not None:
+                fz = state.freeze
                 raise StateRefused(f"coord accept {task_id} refused: release freeze of batch "
-                                   f"{state.freeze.batch} in force; coord thaw first")
+                                   f"{fz.batch} in force since {iso(fz.at)} by {fz.by}; "
+                                   "coord thaw first")
             if task.state == TaskState.ACCEPTED:
                 raise StateRefused(f"{task_id} is accepted already (commit {task.commit}); "
                                    "nothing new to commit")

@@ -14,6 +14,7 @@ import getpass
 import hashlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -31,6 +32,8 @@ from shared.models import Freeze, TaskState
 from shared.workspace import clean_checkout
 
 TAIL_LINES = 40
+# Characters XML 1.0 forbids (terminal colours, for one, print ESC).
+_XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
 
 def fingerprint(ctx: Ctx) -> tuple[str, str, str]:
@@ -94,32 +97,76 @@ def thaw(ctx: Ctx) -> dict[str, Any]:
             "was": fz.model_dump()}
 
 
+MAX_LINE = 2000
+
+
 def _run_streamed(cmd: str, cwd: Path, timeout: float, label: str) -> tuple[int, float, list[str]]:
-    """Run one command, streaming its output to stderr line by line with a prefix."""
+    """Run one command, streaming its output to stderr line by line with a prefix.
+
+    Memory stays bounded whatever the command prints: lines are cut at MAX_LINE characters
+    and only the last TAIL_LINES are kept. An interruption (Ctrl-C, SIGTERM from a CI
+    cancel) kills the command's whole process group before it propagates.
+    """
     start = time.monotonic()
     proc = subprocess.Popen(["/bin/sh", "-c", cmd], cwd=str(cwd), stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True)
     tail: deque[str] = deque(maxlen=TAIL_LINES)
 
+    def emit_line(raw: bytes, cut: bool) -> None:
+        line = raw.decode("utf-8", "replace")[:MAX_LINE] + (" [...]" if cut else "")
+        tail.append(line)
+        sys.stderr.write(f"[{label} {time.monotonic() - start:6.1f}s] {line}\n")
+
     def pump() -> None:
         assert proc.stdout is not None
-        for raw in iter(proc.stdout.readline, b""):
-            line = raw.decode("utf-8", "replace").rstrip("\n")
-            tail.append(line)
-            sys.stderr.write(f"[{label} {time.monotonic() - start:6.1f}s] {line[:2000]}\n")
+        buf = b""
+        cut = False
+        while True:
+            chunk = proc.stdout.read1(65536)
+            if not chunk:
+                break
+            buf += chunk
+            *lines, buf = buf.split(b"\n")
+            for raw in lines:
+                emit_line(raw, cut)
+                cut = False
+            if len(buf) > MAX_LINE * 4:
+                buf, cut = buf[: MAX_LINE * 4], True
+                # Drop the rest of an endless line until its newline comes.
+                while True:
+                    more = proc.stdout.read1(65536)
+                    if not more:
+                        break
+                    if b"\n" in more:
+                        buf2 = more.split(b"\n", 1)[1]
+                        emit_line(buf, True)
+                        buf, cut = buf2, False
+                        break
+        if buf:
+            emit_line(buf, cut)
 
     reader = threading.Thread(target=pump, daemon=True)
     reader.start()
     try:
         code = proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+        _kill_group(proc)
         code = 124
         tail.append(f"[timed out after {timeout:g}s]")
+    except BaseException:
+        _kill_group(proc)
+        raise
     reader.join(timeout=5)
     return code, round(time.monotonic() - start, 3), list(tail)
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
 
 
 def _changed_paths(ctx: Ctx, old_tree: str, new_tree: str) -> list[str]:
@@ -143,26 +190,50 @@ def verify(ctx: Ctx, *, junit: str | None = None) -> dict[str, Any]:
     if head != fz.commit:
         problems.append(f"HEAD moved since the freeze: {fz.commit} -> {head}")
     if fz.commit and not problems:
-        with clean_checkout(ctx.repo, fz.commit) as where:
-            for i, cmd in enumerate(cfg.commands, 1):
-                sys.stderr.write(f"verify [{i}/{len(cfg.commands)}] {cmd}\n")
-                code, secs, tail = _run_streamed(cmd, where, cfg.timeout_seconds, f"{i}")
-                results.append({"command": cmd, "exit_code": code, "duration_s": secs,
-                                "passed": code == 0, "output_tail": "\n".join(tail)})
-                sys.stderr.write(f"verify [{i}/{len(cfg.commands)}] "
-                                 f"{'pass' if code == 0 else 'FAIL'} in {secs:.1f}s\n")
-                if code != 0:
-                    why = "timed out" if code == 124 else f"exit {code}"
-                    problems.append(f"{cmd!r} failed ({why})")
+        previous = signal.signal(signal.SIGTERM, _terminated)
+        try:
+            _run_all(ctx, fz.commit, cfg.commands, cfg.timeout_seconds, results, problems)
+        finally:
+            signal.signal(signal.SIGTERM, previous)
     elif fz.commit is None:
         problems.append("the frozen state has no commit")
-    # Compare-and-swap at the end: the proof holds only for what is still frozen.
+    _final_check(ctx, fz, head, problems)
+    ok = not problems
+    doc = {"ok": ok, "commit": fz.commit, "problems": problems,
+           "commands": results, "batch": fz.batch, "at": iso(time.time())}
+    _save_record(ctx, doc)
+    if junit:
+        _write_junit(Path(junit), doc)
+    return doc
+
+
+def _terminated(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt  # unwinds through the cleanup of the checkout and the command
+
+
+def _run_all(ctx: Ctx, commit: str, commands: list[str], timeout: float,
+             results: list[dict[str, Any]], problems: list[str]) -> None:
+    with clean_checkout(ctx.repo, commit) as where:
+        for i, cmd in enumerate(commands, 1):
+            sys.stderr.write(f"verify [{i}/{len(commands)}] {cmd}\n")
+            code, secs, tail = _run_streamed(cmd, where, timeout, f"{i}")
+            results.append({"command": cmd, "exit_code": code, "duration_s": secs,
+                            "passed": code == 0, "output_tail": "\n".join(tail)})
+            sys.stderr.write(f"verify [{i}/{len(commands)}] "
+                             f"{'pass' if code == 0 else 'FAIL'} in {secs:.1f}s\n")
+            if code != 0:
+                why = "timed out" if code == 124 else f"exit {code}"
+                problems.append(f"{cmd!r} failed ({why})")
+
+
+def _final_check(ctx: Ctx, fz: Freeze, head: str | None, problems: list[str]) -> None:
+    """Compare-and-swap at the end: the proof holds only for what is still frozen."""
     with store.locked(ctx.lay):
         now_state = store.load(ctx.lay)
         if now_state.freeze is None or now_state.freeze.fingerprint != fz.fingerprint:
             problems.append("the freeze was lifted or replaced while verify ran")
         head2 = git.head(ctx.repo)
-        if head2 != fz.commit and f"HEAD moved since the freeze: {fz.commit} -> {head}" not in problems:
+        if head2 != fz.commit and head == fz.commit:
             problems.append(f"HEAD moved during verify: {fz.commit} -> {head2}")
         digest, tree, index = fingerprint(ctx)
         if digest != fz.fingerprint:
@@ -174,13 +245,6 @@ def verify(ctx: Ctx, *, junit: str | None = None) -> dict[str, Any]:
                 problems.append("the index changed since the freeze (something was staged)")
             if not changed and index == fz.index and head2 == fz.commit:
                 problems.append("the working tree changed since the freeze")
-    ok = not problems
-    doc = {"ok": ok, "commit": fz.commit, "problems": problems,
-           "commands": results, "batch": fz.batch, "at": iso(time.time())}
-    _save_record(ctx, doc)
-    if junit:
-        _write_junit(Path(junit), doc)
-    return doc
 
 
 def _save_record(ctx: Ctx, doc: dict[str, Any]) -> None:
@@ -196,16 +260,16 @@ def _write_junit(path: Path, doc: dict[str, Any]) -> None:
     for c in doc["commands"]:
         body = ""
         if not c["passed"]:
-            text = c["output_tail"].replace("]]>", "]]]]><![CDATA[>")
+            text = _XML_BAD.sub("?", c["output_tail"]).replace("]]>", "]]]]><![CDATA[>")
             exit_text = quoteattr(f"exit {c['exit_code']}")
             body = (f"<failure message={exit_text}>"
                     f"<![CDATA[{text}]]></failure>")
-        cases.append(f'  <testcase classname="coord.verify" name={quoteattr(c["command"])} '
+        cases.append(f'  <testcase classname="coord.verify" name={quoteattr(_XML_BAD.sub("?", c["command"]))} '
                      f'time="{c["duration_s"]}">{body}</testcase>')
     for p in doc["problems"]:
         if not any(p.startswith(repr(c["command"])) for c in doc["commands"]):
             cases.append(f'  <testcase classname="coord.verify" name="frozen set">'
-                         f"<failure message={quoteattr(p)}/></testcase>")
+                         f"<failure message={quoteattr(_XML_BAD.sub('?', p))}/></testcase>")
     failures = sum(1 for c in cases if "<failure" in c)
     xml = (f'<?xml version="1.0" encoding="UTF-8"?>\n<testsuite name="coord verify" '
            f'tests="{len(cases)}" failures="{failures}">\n' + "\n".join(cases) + "\n</testsuite>\n")

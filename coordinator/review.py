@@ -15,7 +15,7 @@ import inbox
 from shared import git, store
 from shared.context import Ctx, get_task
 from shared.errors import UsageError
-from shared.models import Finding, Report, State, Task
+from shared.models import Finding, Report, State, Task, report_path
 from shared.ownership import glob_matches
 from shared.tree import TreeView, active_tasks, identities, sync_ranges, to_entries, view
 
@@ -29,6 +29,13 @@ def validate(ctx: Ctx, state: State, task: Task, report: Report,
              tv: TreeView | None = None) -> tuple[list[Finding], TreeView]:
     """Every finding of SPEC.md for this report against the tree as it is now."""
     findings: list[Finding] = []
+    for role, verdict in sorted(task.audit.items()):
+        if verdict == "pending":
+            findings.append(Finding(code="audit-pending", detail=f"audit by {role} not answered"))
+        elif verdict == "changes":
+            findings.append(Finding(code="audit-changes", detail=f"{role} asked for changes"))
+    if report.kind == "review":
+        return findings, tv if tv is not None else TreeView(None, [], None)  # type: ignore[arg-type]
     if tv is None:
         tv = view(ctx.repo, active_tasks(state))
     if report.task_id != task.id:
@@ -57,7 +64,7 @@ def validate(ctx: Ctx, state: State, task: Task, report: Report,
             where = f" lines {h.old_start}-{h.old_end}" if h else ""
             others = [t for t in tids if t != task.id]
             who = f" and {', '.join(others)}" if others else " and no grant on its other lines"
-            findings.append(Finding(code="conflict", path=ch.path,
+            findings.append(Finding(code="conflict", path=report_path(ch.path),
                                     detail=f"a change at{where or ' the whole file'} falls "
                                            f"under {task.id}{who}; it is never staged"))
     tree_ids = identities(to_entries(tv.task_changes(task.id)))
@@ -118,16 +125,30 @@ def _quarantine_odd(paths: list[Path]) -> None:
             inbox.quarantine(p, f"{p.name}: not a report file name")
 
 
+def _superseded(state: State, e: inbox.Entry, queue: list[inbox.Entry]) -> bool:
+    """Is a newer revision of the same task known: delivered (state) or readable in the queue?
+
+    The revision in a file name is only a hint: a newer-looking name supersedes `e` only
+    once its content reads as a valid report; garbage is quarantined on the way.
+    """
+    task = state.tasks.get(e.task_id)
+    if task is not None and e.revision < max(task.revision, task.served_revision):
+        return True
+    newer = sorted((o for o in queue if o.task_id == e.task_id and o.revision > e.revision),
+                   key=lambda o: o.revision, reverse=True)
+    return any(_read_or_quarantine(o) is not None for o in newer)
+
+
 def pending(ctx: Ctx) -> list[tuple[inbox.Entry, Report]]:
     """Pending reports, oldest first; superseded and unreadable ones are moved aside."""
+    state = store.load(ctx.lay)
     entries, odd = inbox.entries(ctx.lay.inbox, "new")
     _quarantine_odd(odd)
-    newest: dict[str, int] = {}
-    for e in entries:
-        newest[e.task_id] = max(newest.get(e.task_id, 0), e.revision)
     out: list[tuple[inbox.Entry, Report]] = []
     for e in entries:
-        if e.revision < newest[e.task_id]:
+        if not e.path.exists():
+            continue  # quarantined while checking another entry
+        if _superseded(state, e, entries):
             inbox.archive(e)
             continue
         report = _read_or_quarantine(e)
@@ -149,34 +170,39 @@ def next_report(ctx: Ctx) -> dict[str, Any]:
         if not entries:
             return {"next": None, "pending": 0}
         e = entries[0]
-        if any(o.task_id == e.task_id and o.revision > e.revision for o in entries[1:]):
-            inbox.archive(e)  # superseded by a newer revision still in the queue
-            continue
-        report = _read_or_quarantine(e)
-        if report is None:
-            continue
         with store.locked(ctx.lay):
             state = store.load(ctx.lay)
             if sync_ranges(ctx.repo, state):
                 store.save(ctx.lay, state)
+        if _superseded(state, e, entries):
+            inbox.archive(e)
+            continue
+        report = _read_or_quarantine(e)
+        if report is None:
+            continue
         task = state.tasks.get(report.task_id)
         if task is None:
             inbox.quarantine(e.path, f"{e.name}: report for unknown task {report.task_id}")
             continue
         findings, _tv = validate(ctx, state, task, report)
         inbox.archive(e)
+        with store.transaction(ctx.lay) as st:
+            t = st.tasks.get(task.id)
+            if t is not None:
+                t.served_revision = max(t.served_revision, report.revision)
         return {"next": {"report": report.model_dump(mode="json"),
                          "validation": validation_doc(findings),
-                         "task": task.public()},
+                         "task": task.public(), "audit": dict(task.audit)},
                 "pending": len(entries) - 1}
 
 
 def newest_report(ctx: Ctx, task_id: str) -> tuple[inbox.Entry, Report]:
+    """The task's newest work report (audit verdicts are reports too, but not of work)."""
     found = inbox.find_task_reports(ctx.lay.inbox, task_id)
     while found:
         e = found.pop()
         report = _read_or_quarantine(e)
-        if report is not None:
+        if report is not None and report.kind == "task":
             return e, report
     raise UsageError(f"task {task_id} has no readable report in the inbox")
 

@@ -17,6 +17,7 @@ import os
 import re
 import secrets
 import socket
+import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -114,10 +115,20 @@ def find_task_reports(inbox: Path, task_id: str) -> list[Entry]:
 def read_report(path: Path) -> Report:
     """Parse a report strictly; raise UsageError with the reason when it is not valid."""
     try:
-        with open(path, "rb") as f:
+        # O_NONBLOCK: a FIFO planted in the inbox must not hang the reader; O_NOFOLLOW: a
+        # symlink must not make it read files elsewhere.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError as e:
+        raise UsageError(f"{path.name}: unreadable ({e.strerror})") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UsageError(f"{path.name}: not a regular file")
+        with os.fdopen(fd, "rb", closefd=False) as f:
             data = f.read(MAX_REPORT_BYTES + 1)
     except OSError as e:
         raise UsageError(f"{path.name}: unreadable ({e.strerror})") from None
+    finally:
+        os.close(fd)
     if len(data) > MAX_REPORT_BYTES:
         raise UsageError(f"{path.name}: over the {MAX_REPORT_BYTES} byte limit")
     try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 
@@ -48,10 +49,26 @@ class Config(_Section):
     checks: CheckSettings = Field(default_factory=CheckSettings)
 
 
-def _line_of(text: str, key: str) -> int | None:
+def _line_of(text: str, loc: tuple[object, ...]) -> int | None:
+    """The line of `[section]` / `key = ...` that a validation error points at."""
+    names = [str(p) for p in loc if not isinstance(p, int)]
+    if not names:
+        return None
+    section, key = names[0], names[1] if len(names) > 1 else None
+    current = None
     for n, line in enumerate(text.split("\n"), 1):
         stripped = line.strip()
-        if stripped.startswith(key) or stripped.startswith(f"[{key}"):
+        m = re.match(r"^\[\s*([^\]]+?)\s*\]", stripped)
+        if m:
+            current = m.group(1).strip().strip('"')
+            if key is None and current == section:
+                return n
+            continue
+        if key is None:
+            continue
+        if current == section and re.match(rf"^\"?{re.escape(key)}\"?\s*=", stripped):
+            return n
+        if current is None and re.match(rf"^{re.escape(section)}\.{re.escape(key)}\s*=", stripped):
             return n
     return None
 
@@ -66,7 +83,7 @@ def parse(text: str, where: str = "coord.toml") -> Config:
     except ValidationError as e:
         err = e.errors()[0]
         loc = ".".join(str(p) for p in err["loc"])
-        line = _line_of(text, str(err["loc"][-1])) if err["loc"] else None
+        line = _line_of(text, tuple(err["loc"]))
         at = f" (line {line})" if line else ""
         raise UsageError(f"{where}: [{loc}] {err['msg']}{at}") from None
 

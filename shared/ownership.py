@@ -12,6 +12,7 @@ Rules (shared/SPEC.md, "Ownership rules"):
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import re
 from collections.abc import Iterable, Sequence
@@ -28,7 +29,7 @@ def _spec(pattern: str):  # type: ignore[no-untyped-def]
     import pathspec
 
     anchored = pattern if pattern.startswith("/") else "/" + pattern
-    return pathspec.PathSpec.from_lines("gitwildmatch", [anchored])
+    return pathspec.PathSpec.from_lines("gitignore", [anchored])
 
 
 def glob_matches(pattern: str, path: str) -> bool:
@@ -45,26 +46,36 @@ def _literal_prefix(pattern: str) -> str:
     return p[: m.start()] if m else p
 
 
-def _literal_suffix(pattern: str) -> str:
-    p = pattern.rstrip("/")
-    if pattern.endswith("/") or not _WILD.search(p):
-        return ""  # matches a directory's whole contents, or a plain path (and below)
-    tail = re.split(r"[*?\]]", p)[-1]
-    return tail
+def _segments_disjoint(a: str, b: str) -> bool:
+    """Can no single path segment match both `a` and `b`? (no `**` here)"""
+    wa, wb = bool(_WILD.search(a)), bool(_WILD.search(b))
+    if not wa and not wb:
+        return a != b
+    if not wa:
+        return not fnmatch.fnmatchcase(a, b)
+    if not wb:
+        return not fnmatch.fnmatchcase(b, a)
+    pa, pb = _literal_prefix(a), _literal_prefix(b)
+    if not (pa.startswith(pb) or pb.startswith(pa)):
+        return True
+    sa, sb = re.split(r"[*?\]]", a)[-1], re.split(r"[*?\]]", b)[-1]
+    return not (sa.endswith(sb) or sb.endswith(sa))
 
 
 def patterns_may_overlap(a: str, b: str) -> bool:
-    """Conservative: could some not-yet-existing path match both patterns?"""
-    pa, pb = _literal_prefix(a), _literal_prefix(b)
-    if not (pa.startswith(pb) or pb.startswith(pa)):
-        return False
-    wild_a, wild_b = bool(_WILD.search(a)), bool(_WILD.search(b))
-    if not wild_a and not wild_b:
-        x, y = a.strip("/"), b.strip("/")
-        return x == y or x.startswith(y + "/") or y.startswith(x + "/")
-    sa, sb = _literal_suffix(a), _literal_suffix(b)
-    if sa and sb and not (sa.endswith(sb) or sb.endswith(sa)):
-        return False
+    """Conservative: could some not-yet-existing file match both root-anchored patterns?
+
+    A pattern that matches a directory covers everything below it, so two patterns are
+    apart only when, segment by segment from the root, one of their shared leading
+    segments can match no common name. `**` matches any depth: past it, assume overlap.
+    """
+    sa = [x for x in a.strip("/").split("/") if x]
+    sb = [x for x in b.strip("/").split("/") if x]
+    for x, y in zip(sa, sb):
+        if x == "**" or y == "**":
+            return True
+        if _segments_disjoint(x, y):
+            return False
     return True
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from . import diff, git
 from .diff import FileChange
-from .models import ChangeEntry, HunkEntry, State, Task, TaskState
+from .models import ChangeEntry, HunkEntry, State, Task, TaskState, report_path
 from .ownership import Attribution, attribute, map_range
 
 Identity = tuple[str, ...]
@@ -53,14 +53,15 @@ def to_entries(changes: Sequence[FileChange]) -> list[ChangeEntry]:
         if c.status == "A" and (c.new_oid, c.new_mode) in deleted:
             src = deleted.pop((c.new_oid, c.new_mode))
             used.add(src.path)
-            entries.append(ChangeEntry(path=c.path, kind="renamed", old_path=src.path,
+            entries.append(ChangeEntry(path=report_path(c.path), kind="renamed",
+                                       old_path=report_path(src.path),
                                        old_mode=src.old_mode, new_mode=c.new_mode,
                                        old_oid=src.old_oid, new_oid=c.new_oid, hunks=[]))
     for c in changes:
         if c.path in used or any(e.kind == "renamed" and e.path == c.path for e in entries):
             continue
         entries.append(ChangeEntry(
-            path=c.path, kind=c.kind,  # type: ignore[arg-type]
+            path=report_path(c.path), kind=c.kind,  # type: ignore[arg-type]
             old_mode=None if c.old_mode == "000000" else c.old_mode,
             new_mode=None if c.new_mode == "000000" else c.new_mode,
             old_oid=None if c.old_oid == diff.NULL_OID else c.old_oid,
