@@ -245,6 +245,86 @@ def revert(task_id: str, as_json: bool, repo: str | None) -> None:
          + (f"; uncommitted edits kept in {', '.join(d['tree_left'])}" if d["tree_left"] else ""))
 
 
+# ---- the session index -------------------------------------------------------------------
+
+@cli.command()
+@click.argument("task_id")
+@click.option("--note", default="", help="Added to the retroactive handoff.")
+@_common
+def recover(task_id: str, note: str, as_json: bool, repo: str | None) -> None:
+    """Free a stale claim with a retroactive handoff; the task goes back to assigned."""
+    from coordinator import sessions
+
+    doc = sessions.recover(_ctx(repo), task_id, note)
+    emit(doc, as_json, lambda d: f"{task_id}: recovered from {d['stale_session']}; "
+         f"files: {', '.join(d['handoff']['files']) or 'none'}")
+
+
+@cli.command(name="signals")
+@click.option("--pending", "pending_only", is_flag=True, help="Only pending signals.")
+@_common
+def signals_cmd(pending_only: bool, as_json: bool, repo: str | None) -> None:
+    """Every signal between sessions."""
+    from coordinator import sessions
+
+    doc = sessions.signals(_ctx(repo), pending_only=pending_only)
+    emit(doc, as_json, lambda d: table([(s["id"], s["from"], s["to"], s["type"], s["about"],
+                                         clip(s["payload"], 40), s["state"]) for s in d["signals"]],
+                                       ("id", "from", "to", "type", "about", "payload", "state"))
+         if d["signals"] else "no signals")
+
+
+@cli.command()
+@click.argument("task_id")
+@click.option("--roles", required=True, help="Comma-separated roles, e.g. review,security,test.")
+@_common
+def audit(task_id: str, roles: str, as_json: bool, repo: str | None) -> None:
+    """Ask reviewers of several roles; accept waits for every approval."""
+    from coordinator import sessions
+
+    doc = sessions.audit(_ctx(repo), task_id, roles.split(","))
+    emit(doc, as_json, lambda d: f"{task_id}: audit requested from {', '.join(d['audit'])}")
+
+
+@cli.command()
+@click.option("--all", "include_answered", is_flag=True, help="Include answered decisions.")
+@_common
+def decisions(include_answered: bool, as_json: bool, repo: str | None) -> None:
+    """Decisions waiting for the human supervisor."""
+    from coordinator import sessions
+
+    doc = sessions.decisions(_ctx(repo), include_answered=include_answered)
+    emit(doc, as_json, lambda d: (table([(x["id"], x["task"], x["kind"], x["state"],
+                                          clip(x["question"], 50), x["answer"])
+                                         for x in d["decisions"]],
+                                        ("id", "task", "kind", "state", "question", "answer"))
+                                  if d["decisions"] else "no open decisions")
+         + f"\ninterventions this batch: {d['interventions']}")
+
+
+@cli.command()
+@click.argument("decision_id")
+@click.option("--answer", required=True, help="The supervisor's answer.")
+@_common
+def decide(decision_id: str, answer: str, as_json: bool, repo: str | None) -> None:
+    """Answer a decision; the asking worker sees it in worker signals."""
+    from coordinator import sessions
+
+    doc = sessions.decide(_ctx(repo), decision_id, answer)
+    emit(doc, as_json, lambda d: f"{decision_id}: answered")
+
+
+@cli.command(name="index")
+@click.option("--output", default=None, metavar="FILE", help="Also write the Markdown here.")
+@_common
+def index_cmd(output: str | None, as_json: bool, repo: str | None) -> None:
+    """Render the session index (claims, stale claims, signals) as Markdown."""
+    from coordinator import sessions
+
+    doc = sessions.index(_ctx(repo), output)
+    emit(doc, as_json, lambda d: d["markdown"])
+
+
 # ---- release freeze ----------------------------------------------------------------------
 
 @cli.command()
@@ -304,7 +384,8 @@ def main() -> None:
     except CoordError as e:
         sys.exit(fail(e, as_json, "coord"))
     except click.exceptions.Abort:
-        sys.exit(fail(CoordError("aborted"), as_json, "coord"))
+        fail(CoordError("interrupted"), as_json, "coord")
+        sys.exit(130)
     except click.ClickException as e:
         from shared.errors import UsageError
 

@@ -103,8 +103,18 @@ def status(ctx: Ctx) -> dict[str, Any]:
     conflicts = [{"path": ch.path, "tasks": tids,
                   "lines": f"{h.old_start},{h.old_lines}" if h else None}
                  for ch, h, tids in tv.attribution.conflicts]
+    rows = []
+    for t in sorted(state.tasks.values(), key=lambda t: t.id):
+        row = task_row(t, now)
+        # Finished but never reported: a stale claim whose changes sit in the tree.
+        row["unreported_changes"] = bool(row["stale"] and t.state == TaskState.IN_PROGRESS
+                                         and tv.task_changes(t.id))
+        rows.append(row)
     return {
-        "tasks": [task_row(t, now) for t in sorted(state.tasks.values(), key=lambda t: t.id)],
+        "tasks": rows,
+        "interventions": state.interventions.get(str(state.batch), 0),
+        "decisions_open": sum(1 for d in state.decisions if d.state == "open"),
+        "signals_pending": sum(1 for s in state.signals if s.state == "pending"),
         "freeze": state.freeze.model_dump() if state.freeze else None,
         "batch": state.batch,
         "inbox": {"pending": len(pending)},

@@ -49,22 +49,35 @@ def check_task_id(value: str) -> TaskId:
     return TaskId(value)
 
 
-def check_rel_path(path: str, what: str = "path") -> str:
-    """A repository-relative path that cannot leave the repository or touch .git."""
+def check_rel_path(path: str, what: str = "path", *, strict: bool = True) -> str:
+    """A repository-relative path that cannot leave the repository or touch .git.
+
+    `strict` (grants typed by people) also refuses backslashes and control characters;
+    reports may name any file git can track.
+    """
     if not path or "\0" in path:
         raise UsageError(f"{what} {path!r}: empty or holds a NUL byte")
     if path.startswith("/") or re.match(r"^[A-Za-z]:[\\/]", path):
         raise UsageError(f"{what} {path!r}: absolute paths are not allowed; give it from the repo root")
-    if "\\" in path:
+    if strict and "\\" in path:
         raise UsageError(f"{what} {path!r}: backslashes are not allowed; use '/'")
     parts = path.split("/")
     if any(p == ".." for p in parts):
         raise UsageError(f"{what} {path!r}: '..' would leave the repository")
     if any(p.lower() == ".git" for p in parts):
         raise UsageError(f"{what} {path!r}: paths inside .git are never granted")
-    if any(ord(c) < 32 for c in path):
+    if strict and any(ord(c) < 32 or ord(c) == 127 for c in path):
         raise UsageError(f"{what} {path!r}: control characters are not allowed")
     return path
+
+
+def report_path(path: str) -> str:
+    """A path as reports carry it: UTF-8 text; bytes that are not UTF-8 become \\xNN."""
+    try:
+        path.encode("utf-8")
+        return path
+    except UnicodeEncodeError:
+        return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 class Grant(Strict):
@@ -96,7 +109,9 @@ class Grant(Strict):
                 raise UsageError(f"grant {text!r}: a line range needs a plain file path, not a glob")
             return Grant(kind="range", path=path, start=start, end=end)
         pattern = text.removeprefix("./")
-        check_rel_path(pattern.removeprefix("/").rstrip("/") or pattern, "grant")
+        if re.search(r":\d*(-\d*)?$", pattern) and not m:
+            raise UsageError(f"grant {text!r}: a line range is PATH:START-END, both numbers given")
+        check_rel_path(pattern.rstrip("/") or pattern, "grant")
         if pattern.startswith("!"):
             raise UsageError(f"grant {text!r}: negated patterns are not grants")
         return Grant(kind="glob", path=pattern)
@@ -134,6 +149,9 @@ class Task(Strict):
     last_report: str | None = None
     commit: str | None = None
     held_until_thaw: bool = False
+    reserved_for: str | None = None
+    served_revision: int = 0
+    audit: dict[str, str] = Field(default_factory=dict)
 
     @property
     def active(self) -> bool:
@@ -152,6 +170,8 @@ class Task(Strict):
             "exclusive": self.exclusive,
             "revision": self.revision,
             "commit": self.commit,
+            "audit": dict(self.audit),
+            "reserved_for": self.reserved_for,
         }
 
 
@@ -166,6 +186,61 @@ class Freeze(Strict):
     index: str
 
 
+class SignalType(StrEnum):
+    READY_FOR_REVIEW = "READY_FOR_REVIEW"
+    REVIEWED = "REVIEWED"
+    CHANGES_REQUESTED = "CHANGES_REQUESTED"
+    HANDOFF = "HANDOFF"
+    CHECKPOINT = "CHECKPOINT"
+    BLOCKED_ON = "BLOCKED_ON"
+    DECISION = "DECISION"
+
+
+class Signal(Strict):
+    id: str
+    sender: str = Field(alias="from")
+    to: str
+    type: SignalType
+    about: str = Field(max_length=MAX_TEXT)
+    payload: str = Field(default="", max_length=MAX_TEXT)
+    state: Literal["pending", "delivered"] = "pending"
+    created_at: float
+    acked_by: list[str] = Field(default_factory=list)
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, populate_by_name=True)
+
+    def public(self) -> dict[str, Any]:
+        return {"id": self.id, "from": self.sender, "to": self.to, "type": str(self.type),
+                "about": self.about, "payload": self.payload, "state": self.state,
+                "created_at": self.created_at}
+
+
+class Checkpoint(Strict):
+    task: str
+    session: str
+    at: float
+    next: str = Field(max_length=MAX_TEXT)
+    context: str = Field(default="", max_length=MAX_TEXT)
+    files: list[str] = Field(default_factory=list)
+    commits: list[str] = Field(default_factory=list)
+    kind: Literal["checkpoint", "handoff", "recovery"] = "checkpoint"
+    to: str | None = None
+    file: str | None = None
+
+
+class Decision(Strict):
+    id: str
+    task: str
+    session: str
+    question: str = Field(max_length=MAX_TEXT)
+    kind: Literal["priority", "architecture", "scope", "deploy"]
+    state: Literal["open", "answered"] = "open"
+    answer: str | None = None
+    asked_at: float
+    answered_at: float | None = None
+    batch: int
+
+
 class State(Strict):
     version: Literal[1] = 1
     next_task: int = 1
@@ -174,6 +249,16 @@ class State(Strict):
     freeze: Freeze | None = None
     ranges_at: str | None = None
     sessions: dict[str, float] = Field(default_factory=dict)
+    signals: list[Signal] = Field(default_factory=list)
+    checkpoints: dict[str, Checkpoint] = Field(default_factory=dict)
+    decisions: list[Decision] = Field(default_factory=list)
+    seq: dict[str, int] = Field(default_factory=dict)
+    interventions: dict[str, int] = Field(default_factory=dict)
+
+    def next_id(self, prefix: str, day: str) -> str:
+        key = f"{prefix}-{day}"
+        self.seq[key] = self.seq.get(key, 0) + 1
+        return f"{key}-{self.seq[key]:03d}"
 
 
 # ---- the review contract -------------------------------------------------------------
@@ -209,7 +294,7 @@ class ChangeEntry(Strict):
         if v is None:
             return v
         try:
-            return check_rel_path(v)
+            return check_rel_path(v, strict=False)
         except UsageError as e:
             raise ValueError(e.message) from None
 
@@ -253,6 +338,9 @@ class Report(Strict):
     unfinished: list[ShortText] = Field(max_length=1000)
     proposed_commit: ProposedCommit
     reason: ShortText | None = None
+    kind: Literal["task", "review"] = "task"
+    role: str | None = Field(default=None, max_length=64)
+    verdict: Literal["approve", "changes"] | None = None
 
     @field_validator("task_id")
     @classmethod

@@ -107,7 +107,7 @@ def load(lay: Layout) -> State:
 
 def save(lay: Layout, state: State) -> None:
     ensure(lay)
-    atomic_write(lay.state_file, state.model_dump_json(indent=1).encode())
+    atomic_write(lay.state_file, state.model_dump_json(indent=1, by_alias=True).encode())
 
 
 @contextlib.contextmanager

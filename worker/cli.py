@@ -114,6 +114,115 @@ def failed(task_id: str, session: str | None, reason: str, as_json: bool, repo: 
          as_json, _report_text)
 
 
+# ---- session practices -------------------------------------------------------------------
+
+@cli.command()
+@click.argument("task_id")
+@_session_opt
+@_common
+def heartbeat(task_id: str, session: str | None, as_json: bool, repo: str | None) -> None:
+    """Keep the claim alive."""
+    from worker import session as core
+
+    doc = core.heartbeat(_ctx(repo), task_id, session=session)
+    emit(doc, as_json, lambda d: f"{task_id}: heartbeat at {d['heartbeat']} (ttl {d['ttl_s']}s)")
+
+
+@cli.command()
+@click.argument("task_id")
+@_session_opt
+@click.option("--next", "next_step", required=True,
+              help='Where to resume: "resume <file> at <## Section> - context: <one line>".')
+@click.option("--context", default="", help="Context that is not in git.")
+@_common
+def checkpoint(task_id: str, session: str | None, next_step: str, context: str, as_json: bool,
+               repo: str | None) -> None:
+    """Record where you stand; the next worker start of this session shows it first."""
+    from worker import session as core
+
+    doc = core.checkpoint(_ctx(repo), task_id, session=session, next_step=next_step, context=context)
+    emit(doc, as_json, lambda d: f"checkpoint {d['signal']['id']}: {d['checkpoint']['next']}")
+
+
+@cli.command()
+@click.argument("task_id")
+@_session_opt
+@click.option("--to", "target", required=True, help="Session id, <role>@<machine> or *.")
+@click.option("--next", "next_step", required=True, help="Where the next session resumes.")
+@click.option("--context", default="", help="Context that is not in git.")
+@_common
+def handoff(task_id: str, session: str | None, target: str, next_step: str, context: str,
+            as_json: bool, repo: str | None) -> None:
+    """Hand the task to another session and release the claim."""
+    from worker import session as core
+
+    doc = core.handoff(_ctx(repo), task_id, session=session, to=target, next_step=next_step,
+                       context=context)
+    emit(doc, as_json, lambda d: f"{task_id} handed to {target} ({d['signal']['id']}); "
+         f"file: {d['handoff']['file']}")
+
+
+@cli.command(name="signal")
+@_session_opt
+@click.option("--to", "target", required=True, help="Session id, <role>@<machine> or *.")
+@click.option("--type", "kind", required=True, help="READY_FOR_REVIEW, REVIEWED, BLOCKED_ON, ...")
+@click.option("--about", required=True, help="What it is about (a task id, a file, ...).")
+@click.option("--payload", default="", help="Free text.")
+@_common
+def signal_cmd(session: str | None, target: str, kind: str, about: str, payload: str,
+               as_json: bool, repo: str | None) -> None:
+    """Send a signal to a session, a role, or everyone."""
+    from worker import session as core
+
+    doc = core.signal(_ctx(repo), session=session, to=target, kind=kind, about=about, payload=payload)
+    emit(doc, as_json, lambda d: f"sent {d['signal']['id']} to {target}")
+
+
+@cli.command()
+@_session_opt
+@click.option("--ack", "do_ack", is_flag=True, help="Mark the listed signals delivered.")
+@_common
+def signals(session: str | None, do_ack: bool, as_json: bool, repo: str | None) -> None:
+    """Pending signals for this session (direct and broadcast)."""
+    from worker import session as core
+
+    doc = core.signals(_ctx(repo), session=session, do_ack=do_ack)
+    emit(doc, as_json, lambda d: "\n".join(
+        f"{s['id']}  {s['type']:<17} from {s['from']}  about {s['about']}: {s['payload']}"
+        for s in d["signals"]) or "no pending signals")
+
+
+@cli.command(name="review")
+@click.argument("task_id")
+@_session_opt
+@click.option("--verdict", type=click.Choice(["approve", "changes"]), required=True)
+@click.option("--notes", default="", help="What you found.")
+@_common
+def review_cmd(task_id: str, session: str | None, verdict: str, notes: str, as_json: bool,
+               repo: str | None) -> None:
+    """Answer an audit request for your role (read from the session id)."""
+    from worker import session as core
+
+    doc = core.review(_ctx(repo), task_id, session=session, verdict=verdict, notes=notes)
+    emit(doc, as_json, lambda d: f"{task_id}: {d['role']} {verdict} delivered")
+
+
+@cli.command()
+@click.argument("task_id")
+@_session_opt
+@click.option("--question", required=True, help="The fork that needs a human.")
+@click.option("--kind", type=click.Choice(["priority", "architecture", "scope", "deploy"]),
+              default="scope", show_default=True)
+@_common
+def ask(task_id: str, session: str | None, question: str, kind: str, as_json: bool,
+        repo: str | None) -> None:
+    """Raise a decision for the human supervisor; the answer comes as a signal."""
+    from worker import session as core
+
+    doc = core.ask(_ctx(repo), task_id, session=session, question=question, kind=kind)
+    emit(doc, as_json, lambda d: f"asked {d['decision']['id']}; see worker signals for the answer")
+
+
 def main() -> None:
     as_json = "--json" in sys.argv[1:]
     try:
@@ -121,7 +230,8 @@ def main() -> None:
     except CoordError as e:
         sys.exit(fail(e, as_json, "worker"))
     except click.exceptions.Abort:
-        sys.exit(fail(CoordError("aborted"), as_json, "worker"))
+        fail(CoordError("interrupted"), as_json, "worker")
+        sys.exit(130)
     except click.ClickException as e:
         from shared.errors import UsageError
 

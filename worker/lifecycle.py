@@ -15,7 +15,8 @@ from shared import git, store
 from shared.checks import run_checks
 from shared.context import Ctx, check_session, env_session, get_task, iso, new_session
 from shared.errors import CheckFailed, StateRefused, UsageError
-from shared.models import Claim, Overlap, ProposedCommit, Report, State, Task, TaskState
+from shared.models import (Claim, Overlap, ProposedCommit, Report, Signal, SignalType, State,
+                           Task, TaskState, report_path)
 from shared.tree import active_tasks, patch_digest, sync_ranges, to_entries, view
 
 STARTABLE = (TaskState.ASSIGNED, TaskState.CHANGES_REQUESTED)
@@ -49,7 +50,24 @@ def _check_holder(task: Task, session: str | None, now: float) -> None:
         raise StateRefused(f"{task.id} is claimed by live session {holder}")
 
 
+def _may_take(task: Task, sess: str | None) -> None:
+    """A handed-off task waits for its target."""
+    from shared.signals import addressed_to
+
+    target = task.reserved_for
+    if target is None:
+        return
+    if sess is None:
+        raise StateRefused(f"{task.id} was handed off to {target}; start it with that --session")
+    probe = Signal(id="probe", sender="", to=target, type=SignalType.HANDOFF, about="",
+                   created_at=0.0)
+    if not addressed_to(probe, sess):
+        raise StateRefused(f"{task.id} was handed off to {target}, not {sess}")
+
+
 def start(ctx: Ctx, task_id: str, *, session: str | None, role: str) -> dict[str, Any]:
+    from shared.signals import pending_for
+
     ttl = ctx.config.claims.ttl_seconds
     with store.transaction(ctx.lay) as state:
         task = get_task(state, task_id)
@@ -61,8 +79,13 @@ def start(ctx: Ctx, task_id: str, *, session: str | None, role: str) -> dict[str
         if sess is not None:
             check_session(sess)
         holder = _live_holder(task, now)
-        if task.state == TaskState.IN_PROGRESS and holder is not None and holder == sess:
-            task.claim = task.claim.model_copy(update={"heartbeat": now}) if task.claim else None
+        own_claim = task.claim is not None and task.claim.session == sess
+        if task.state == TaskState.IN_PROGRESS and own_claim:
+            assert task.claim is not None
+            task.claim = task.claim.model_copy(update={"heartbeat": now})
+        elif task.state == TaskState.IN_PROGRESS and holder is not None:
+            raise StateRefused(f"{task_id} is claimed by live session {holder}; a live claim is "
+                               "never taken over")
         elif task.state not in STARTABLE:
             hint = " (coord recover frees a stale claim)" if task.state == TaskState.IN_PROGRESS else ""
             raise StateRefused(f"{task_id} is {task.state}; only assigned or changes_requested "
@@ -70,18 +93,27 @@ def start(ctx: Ctx, task_id: str, *, session: str | None, role: str) -> dict[str
         else:
             if holder is not None and holder != sess:
                 raise StateRefused(f"{task_id} is claimed by live session {holder}")
+            if sess is None and task.reserved_for and task.reserved_for.startswith("sess-"):
+                sess = task.reserved_for
             if sess is None:
                 sess = new_session(state, role)
+            _may_take(task, sess)
             task.state = TaskState.IN_PROGRESS
             task.session = sess
             task.claim = Claim(session=sess, opened=now, heartbeat=now, ttl=ttl)
             task.updated_at = now
         state.sessions[sess] = now
         sync_ranges(ctx.repo, state)
+        cp = state.checkpoints.get(f"{sess}|{task_id}")
+        # A handoff (or a recovery's retroactive one) is shown once, to whoever resumes.
+        handed = state.checkpoints.pop(f"handoff|{task_id}", None)
+        task.reserved_for = None
+        shown = handed or cp
+        sigs = [sig.public() for sig in pending_for(state, sess)]
         brief = task.public()
     notes = [n.model_dump() for n in task.notes]
-    return {"task": brief, "session": sess, "checkpoint": None, "signals": [],
-            "expect": task.expect, "notes": notes}
+    return {"checkpoint": shown.model_dump() if shown else None, "task": brief, "session": sess,
+            "signals": sigs, "expect": task.expect, "notes": notes}
 
 
 def _proposed(task: Task, message: str | None, summary: str) -> ProposedCommit:
@@ -114,10 +146,10 @@ def _report(ctx: Ctx, task_id: str, *, status: str, session: str | None, summary
         raise CheckFailed(f"{task_id}: check failed: {names}; nothing was delivered")
     tv = view(ctx.repo, active_tasks(state))
     entries = to_entries(tv.task_changes(task_id))
-    overlaps = [Overlap(path=ch.path, task_id=",".join(t for t in tids if t != task_id) or None,
+    overlaps = [Overlap(path=report_path(ch.path), task_id=",".join(t for t in tids if t != task_id) or None,
                         note="a change here straddles grants" + (f" (line {h.old_start})" if h else ""))
                 for ch, h, tids in tv.attribution.conflicts if task_id in tids]
-    overlaps += [Overlap(path=ch.path, note="change outside every grant: never committed")
+    overlaps += [Overlap(path=report_path(ch.path), note="change outside every grant: never committed")
                  for ch, h in tv.attribution.unowned]
     with store.locked(ctx.lay):
         state = store.load(ctx.lay)

@@ -1,0 +1,164 @@
+"""The session index on the coordinator side: recover, signals, audits, decisions, the
+Markdown view."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from shared import store
+from shared.context import Ctx, env_session, get_task, iso, machine_name
+from shared.errors import StateRefused, UsageError
+from shared.models import Checkpoint, SignalType, State, TaskState
+from shared.signals import save_handoff, send
+from shared.tree import active_tasks, view
+
+COORDINATOR = "coordinator"
+
+
+def _me() -> str:
+    return env_session() or f"{COORDINATOR}@{machine_name()}"
+
+
+def recover(ctx: Ctx, task_id: str, note: str) -> dict[str, Any]:
+    state = store.load(ctx.lay)
+    task = get_task(state, task_id)
+    tv = view(ctx.repo, active_tasks(state))
+    files = sorted({c.path for c in tv.task_changes(task_id)})
+    with store.transaction(ctx.lay) as state:
+        task = get_task(state, task_id)
+        c = task.claim
+        if task.state != TaskState.IN_PROGRESS or c is None:
+            raise StateRefused(f"{task_id} is {task.state} with no claim to recover")
+        if time.time() - c.heartbeat <= c.ttl:
+            raise StateRefused(f"{task_id} is claimed by live session {c.session} "
+                               f"(heartbeat {time.time() - c.heartbeat:.0f}s ago, ttl {c.ttl}s); "
+                               "a live claim is never taken over")
+        last = state.checkpoints.get(f"{c.session}|{task_id}")
+        cp = Checkpoint(task=task_id, session=c.session, at=store.now(),
+                        next=last.next if last else "no checkpoint was recorded: read the diff",
+                        context=(note + ("\n" if note and last else "") + (last.context if last else "")),
+                        files=files, commits=last.commits if last else [], kind="recovery")
+        cp.file = str(save_handoff(ctx.lay.root, cp))
+        state.checkpoints[f"handoff|{task_id}"] = cp
+        task.state = TaskState.ASSIGNED
+        task.claim = None
+        task.reserved_for = None
+        task.updated_at = cp.at
+        send(state, sender=_me(), to="*", kind=SignalType.HANDOFF, about=task_id,
+             payload=f"recovered from stale {c.session}: " + cp.next)
+    return {"task": task.public(), "handoff": cp.model_dump(), "stale_session": c.session}
+
+
+def signals(ctx: Ctx, *, pending_only: bool) -> dict[str, Any]:
+    state = store.load(ctx.lay)
+    rows = [s.public() for s in state.signals if not pending_only or s.state == "pending"]
+    return {"signals": rows}
+
+
+def audit(ctx: Ctx, task_id: str, roles: list[str]) -> dict[str, Any]:
+    from shared.models import ROLE_RE
+
+    roles = [r.strip() for r in roles if r.strip()]
+    if not roles:
+        raise UsageError("--roles needs at least one role, e.g. review,security,test")
+    for r in roles:
+        if not ROLE_RE.fullmatch(r):
+            raise UsageError(f"malformed role {r!r}")
+    sent = []
+    with store.transaction(ctx.lay) as state:
+        task = get_task(state, task_id)
+        if not task.active:
+            raise StateRefused(f"{task_id} is {task.state}; nothing to audit")
+        for r in roles:
+            task.audit[r] = "pending"
+            sig = send(state, sender=_me(), to=f"{r}@*", kind=SignalType.READY_FOR_REVIEW,
+                       about=task_id, payload=f"audit {task_id}: {task.title}")
+            sent.append(sig.public())
+    return {"task": task_id, "audit": dict(task.audit), "signals": sent}
+
+
+def decisions(ctx: Ctx, *, include_answered: bool) -> dict[str, Any]:
+    state = store.load(ctx.lay)
+    rows = [d.model_dump() for d in state.decisions if include_answered or d.state == "open"]
+    return {"decisions": rows, "interventions": state.interventions.get(str(state.batch), 0)}
+
+
+def decide(ctx: Ctx, dec_id: str, answer: str) -> dict[str, Any]:
+    if not answer.strip():
+        raise UsageError("--answer must say something")
+    with store.transaction(ctx.lay) as state:
+        dec = next((d for d in state.decisions if d.id == dec_id), None)
+        if dec is None:
+            raise UsageError(f"unknown decision {dec_id!r} (coord decisions lists them)")
+        if dec.state == "answered":
+            raise StateRefused(f"{dec_id} was answered already: {dec.answer}")
+        dec.state = "answered"
+        dec.answer = answer
+        dec.answered_at = store.now()
+        key = str(state.batch)
+        state.interventions[key] = state.interventions.get(key, 0) + 1
+        send(state, sender=_me(), to=dec.session, kind=SignalType.DECISION, about=dec.id,
+             payload=answer)
+    return {"decision": dec.model_dump()}
+
+
+# ---- the Markdown view -------------------------------------------------------------------
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~])")
+
+
+def md_cell(text: object) -> str:
+    """One safe table cell: no newlines, pipes, HTML, or control characters survive."""
+    s = "" if text is None else str(text)
+    s = "".join(ch if ch >= " " and ch != "\x7f" else " " for ch in s)
+    s = " ".join(s.split())
+    s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    s = _MD_SPECIAL.sub(r"\\\1", s)
+    return s[:500] or " "
+
+
+def _table(header: list[str], rows: list[list[object]]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(md_cell(c) for c in r) + " |" for r in rows]
+    if not rows:
+        out.append("| " + " | ".join(["-"] * len(header)) + " |")
+    return out
+
+
+def render_index(state: State, now: float | None = None) -> str:
+    now = now or time.time()
+    live, stale = [], []
+    for t in sorted(state.tasks.values(), key=lambda t: t.id):
+        c = t.claim
+        if c is None:
+            continue
+        row = [c.session, t.id, t.state, ", ".join(str(g) for g in t.grants), iso(c.opened),
+               f"{now - c.heartbeat:.0f}s"]
+        (stale if now - c.heartbeat > c.ttl else live).append(row)
+    lines = ["# Session index", "", f"Generated {iso(now)} from the coordinator state "
+             "(a view: the state is the truth).", "", "## Active claims", ""]
+    lines += _table(["session", "task", "state", "grants", "opened", "heartbeat age"], live)
+    lines += ["", "## Stale claims", ""]
+    lines += _table(["session", "task", "state", "grants", "opened", "heartbeat age"], stale)
+    lines += ["", "## Signals", ""]
+    lines += _table(["id", "from", "to", "type", "about", "payload", "state"],
+                    [[s.id, s.sender, s.to, s.type.value, s.about, s.payload, s.state]
+                     for s in state.signals])
+    return "\n".join(lines) + "\n"
+
+
+def index(ctx: Ctx, output: str | None) -> dict[str, Any]:
+    state = store.load(ctx.lay)
+    text = render_index(state)
+    if output:
+        path = Path(output)
+        if not path.is_absolute():
+            path = Path.cwd() / path
+        try:
+            store.atomic_write(path, text.encode())
+        except OSError as e:
+            raise UsageError(f"--output {output}: {e.strerror}") from None
+    return {"markdown": text, "output": output}

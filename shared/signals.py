@@ -1,0 +1,85 @@
+"""Signals between sessions: pulled, never pushed.
+
+`to` is a session id (direct), `<role>@<machine>` (every session of that role on that
+machine) or `*` (everyone). A direct signal is delivered once its session acknowledges
+it; a broadcast is pending for each session until that session acknowledges it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+
+from .context import session_role
+from .errors import UsageError
+from pathlib import Path
+
+from .models import Checkpoint, Signal, SignalType, State
+from .store import now
+
+_TARGET_RE = re.compile(r"^(\*|sess-\d{8}-\d{4}-[A-Za-z0-9_.-]{1,64}@[A-Za-z0-9_.-]{1,64}|"
+                        r"[A-Za-z0-9_-]{1,32}@[A-Za-z0-9_.*-]{1,64})$")
+
+
+def check_target(to: str) -> str:
+    if not _TARGET_RE.fullmatch(to or ""):
+        raise UsageError(f"malformed signal target {to!r}: a session id, <role>@<machine> or *")
+    return to
+
+
+def check_type(kind: str) -> SignalType:
+    try:
+        return SignalType(kind)
+    except ValueError:
+        raise UsageError(f"unknown signal type {kind!r}: one of "
+                         + ", ".join(t.value for t in SignalType)) from None
+
+
+def send(state: State, *, sender: str, to: str, kind: SignalType, about: str, payload: str = "") -> Signal:
+    check_target(to)
+    for text, what in ((about, "--about"), (payload, "--payload")):
+        if "\0" in text:
+            raise UsageError(f"{what} holds a NUL byte")
+    day = dt.datetime.now().strftime("%Y%m%d")
+    sig = Signal(id=state.next_id("sig", day), sender=sender, to=to, type=kind,
+                 about=about, payload=payload, created_at=now())
+    state.signals.append(sig)
+    return sig
+
+
+def _machine(session: str) -> str:
+    return session.rpartition("@")[2]
+
+
+def addressed_to(sig: Signal, session: str) -> bool:
+    if sig.to == "*" or sig.to == session:
+        return True
+    if sig.to.startswith("sess-"):
+        return False
+    role, _, machine = sig.to.partition("@")
+    return role == session_role(session) and machine in ("*", _machine(session))
+
+
+def pending_for(state: State, session: str) -> list[Signal]:
+    return [s for s in state.signals
+            if addressed_to(s, session) and session not in s.acked_by
+            and (s.sender != session or s.to == session)]
+
+
+def ack(sig: Signal, session: str) -> None:
+    if session not in sig.acked_by:
+        sig.acked_by.append(session)
+    sig.state = "delivered"
+
+
+def save_handoff(root: Path, cp: Checkpoint) -> Path:
+    """Write a handoff file (JSON) under the state directory; return its path."""
+    import json
+    import secrets
+    from .store import atomic_write
+
+    d = root / "handoffs"
+    d.mkdir(parents=True, exist_ok=True)
+    name = f"{cp.task}-{dt.datetime.now().strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}.json"
+    atomic_write(d / name, json.dumps(cp.model_dump(), indent=1).encode())
+    return d / name

@@ -1,0 +1,181 @@
+"""Session practices on the worker side: heartbeats, checkpoints, handoffs, signals,
+audit verdicts and questions for the human supervisor."""
+
+from __future__ import annotations
+
+import datetime as dt
+import secrets
+from typing import Any
+
+import inbox
+from shared import git, store
+from shared.context import Ctx, check_session, env_session, get_task, iso, session_role
+from shared.errors import StateRefused, UsageError
+from shared.models import (Checkpoint, Decision, ProposedCommit, Report, SignalType, State,
+                           Task, TaskState)
+from shared.signals import ack, check_target, check_type, pending_for, save_handoff, send
+from shared.tree import active_tasks, view
+
+
+def _need_session(session: str | None) -> str:
+    s = session or env_session()
+    if not s:
+        raise UsageError("no session: pass --session or set COORD_SESSION (worker start prints it)")
+    return check_session(s)
+
+
+def _holder_session(task: Task, session: str | None) -> str:
+    s = session or env_session() or (task.claim.session if task.claim else None)
+    if s is None:
+        raise StateRefused(f"{task.id} has no claim; run worker start {task.id} first")
+    check_session(s)
+    if task.claim is None or task.claim.session != s:
+        holder = task.claim.session if task.claim else "nobody"
+        raise StateRefused(f"{task.id} is claimed by {holder}, not {s}")
+    return s
+
+
+def _refuse_if_frozen(state: State, what: str) -> None:
+    fz = state.freeze
+    if fz is not None:
+        raise StateRefused(f"{what} refused: release freeze of batch {fz.batch} in force since "
+                           f"{iso(fz.at)} by {fz.by}; wait for coord thaw")
+
+
+def heartbeat(ctx: Ctx, task_id: str, *, session: str | None) -> dict[str, Any]:
+    with store.transaction(ctx.lay) as state:
+        task = get_task(state, task_id)
+        s = _holder_session(task, session)
+        now = store.now()
+        assert task.claim is not None
+        task.claim = task.claim.model_copy(update={"heartbeat": now})
+        state.sessions[s] = now
+    return {"task": task_id, "session": s, "heartbeat": iso(now), "ttl_s": task.claim.ttl}
+
+
+def task_files(ctx: Ctx, state: State, task_id: str) -> list[str]:
+    tv = view(ctx.repo, active_tasks(state))
+    return sorted({c.path for c in tv.task_changes(task_id)})
+
+
+def commits_since(ctx: Ctx, since: float) -> list[str]:
+    out = git.run(ctx.repo, "log", "--format=%H %s", f"--since=@{int(since)}", "-n", "50", "HEAD",
+                  ok_codes=(0, 128))
+    return [line for line in out.decode("utf-8", "replace").splitlines() if line]
+
+
+def checkpoint(ctx: Ctx, task_id: str, *, session: str | None, next_step: str,
+               context: str) -> dict[str, Any]:
+    if not next_step.strip():
+        raise UsageError("--next must say where to resume")
+    state = store.load(ctx.lay)
+    task = get_task(state, task_id)
+    s = _holder_session(task, session)
+    files = task_files(ctx, state, task_id)
+    commits = commits_since(ctx, task.claim.opened if task.claim else 0)
+    with store.transaction(ctx.lay) as state:
+        task = get_task(state, task_id)
+        s = _holder_session(task, s)
+        cp = Checkpoint(task=task_id, session=s, at=store.now(), next=next_step, context=context,
+                        files=files, commits=commits)
+        state.checkpoints[f"{s}|{task_id}"] = cp
+        sig = send(state, sender=s, to=s, kind=SignalType.CHECKPOINT, about=task_id, payload=next_step)
+        if task.claim:
+            task.claim = task.claim.model_copy(update={"heartbeat": cp.at})
+    return {"checkpoint": cp.model_dump(), "signal": sig.public()}
+
+
+def handoff(ctx: Ctx, task_id: str, *, session: str | None, to: str, next_step: str,
+            context: str) -> dict[str, Any]:
+    check_target(to)
+    if not next_step.strip():
+        raise UsageError("--next must say where to resume")
+    state = store.load(ctx.lay)
+    task = get_task(state, task_id)
+    s = _holder_session(task, session)
+    files = task_files(ctx, state, task_id)
+    commits = commits_since(ctx, task.claim.opened if task.claim else 0)
+    with store.transaction(ctx.lay) as state:
+        task = get_task(state, task_id)
+        _refuse_if_frozen(state, f"worker handoff {task_id}")
+        s = _holder_session(task, s)
+        now = store.now()
+        cp = Checkpoint(task=task_id, session=s, at=now, next=next_step, context=context,
+                        files=files, commits=commits, kind="handoff", to=to)
+        cp.file = str(save_handoff(ctx.lay.root, cp))
+        state.checkpoints[f"handoff|{task_id}"] = cp
+        sig = send(state, sender=s, to=to, kind=SignalType.HANDOFF, about=task_id, payload=next_step)
+        task.state = TaskState.ASSIGNED
+        task.claim = None
+        task.reserved_for = to
+        task.updated_at = now
+    return {"handoff": cp.model_dump(), "signal": sig.public(), "task": task.public()}
+
+
+def signal(ctx: Ctx, *, session: str | None, to: str, kind: str, about: str,
+           payload: str) -> dict[str, Any]:
+    s = _need_session(session)
+    t = check_type(kind)
+    with store.transaction(ctx.lay) as state:
+        sig = send(state, sender=s, to=to, kind=t, about=about, payload=payload)
+    return {"signal": sig.public()}
+
+
+def signals(ctx: Ctx, *, session: str | None, do_ack: bool) -> dict[str, Any]:
+    s = _need_session(session)
+    with store.transaction(ctx.lay) as state:
+        mine = pending_for(state, s)
+        out = [sig.public() for sig in mine]
+        if do_ack:
+            for sig in mine:
+                ack(sig, s)
+        state.sessions[s] = store.now()
+    return {"session": s, "signals": out, "acked": do_ack}
+
+
+def review(ctx: Ctx, task_id: str, *, session: str | None, verdict: str, notes: str) -> dict[str, Any]:
+    """An auditor's verdict: a report of its own in the inbox, no tree change, no claim."""
+    s = _need_session(session)
+    role = session_role(s)
+    if verdict not in ("approve", "changes"):
+        raise UsageError("--verdict is approve or changes")
+    with store.locked(ctx.lay):
+        state = store.load(ctx.lay)
+        task = get_task(state, task_id)
+        if role not in task.audit:
+            asked = ", ".join(sorted(task.audit)) or "none"
+            raise StateRefused(f"{task_id} asks no audit of role {role!r} (asked: {asked})")
+        # A verdict is not a new revision of the work: it shares the work's revision number,
+        # so it never supersedes the work report it is about.
+        rev = max(task.revision, 1)
+        head = git.head(ctx.repo)
+        report = Report(
+            schema_version=1, task_id=task_id, status="done", session=s,
+            created_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds"),
+            base_commit=head, title=task.title, expect=task.expect, summary=notes,
+            changes=[], patch_sha256="0" * 64, snapshot="", revision=rev,
+            report_id=f"rev-{task_id}-r{rev}-{role}-{secrets.token_hex(4)}", checks=[],
+            overlaps=[], unfinished=[], proposed_commit=ProposedCommit(subject=f"{role}: {verdict}"),
+            kind="review", role=role, verdict=verdict)  # type: ignore[arg-type]
+        path = inbox.deliver(ctx.lay.inbox, report.model_dump_json().encode(), task_id, rev)
+        task.audit[role] = "approved" if verdict == "approve" else "changes"
+        send(state, sender=s, to="coordinator@*", kind=SignalType.REVIEWED, about=task_id,
+             payload=f"{role}: {verdict}: {notes}")
+        store.save(ctx.lay, state)
+    return {"task": task_id, "role": role, "verdict": verdict, "file": str(path),
+            "audit": dict(task.audit)}
+
+
+def ask(ctx: Ctx, task_id: str, *, session: str | None, question: str, kind: str) -> dict[str, Any]:
+    s = _need_session(session)
+    if not question.strip():
+        raise UsageError("--question must ask something")
+    with store.transaction(ctx.lay) as state:
+        get_task(state, task_id)
+        day = dt.datetime.now().strftime("%Y%m%d")
+        dec = Decision(id=state.next_id("dec", day), task=task_id, session=s, question=question,
+                       kind=kind, asked_at=store.now(), batch=state.batch)  # type: ignore[arg-type]
+        state.decisions.append(dec)
+        send(state, sender=s, to="supervisor@*", kind=SignalType.DECISION, about=dec.id,
+             payload=question)
+    return {"decision": dec.model_dump()}
