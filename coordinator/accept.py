@@ -12,6 +12,7 @@ wrong line and still exit 0.
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -28,7 +29,9 @@ from shared.tree import TreeView, active_tasks, sync_ranges, view
 from shared.workspace import clean_checkout
 
 MAX_ATTEMPTS = 5
+_TRAILER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*: \S")
 INDEX_LOCK_WAIT_S = 10.0
+COMMIT_LOCK_WAIT_S = 600.0
 
 
 @dataclass
@@ -85,27 +88,42 @@ def commit_message(task: Task, report: Report, message: str | None) -> bytes:
     else:
         subject, body = report.proposed_commit.subject, report.proposed_commit.body
     text = subject.strip()
-    if body.strip():
-        text += "\n\n" + body.strip()
-    text += f"\n\nCoord-Task: {task.id}\n"
+    body = body.strip()
+    if body:
+        text += "\n\n" + body
+    last = body.split("\n\n")[-1] if body else ""
+    # Join an existing trailer block (Signed-off-by, Co-authored-by...) rather than
+    # starting a paragraph after it, which would stop git from reading it as trailers.
+    joins = bool(last) and all(_TRAILER.match(line) for line in last.split("\n"))
+    text += ("\n" if joins else "\n\n") + f"Coord-Task: {task.id}\n"
     return text.encode()
 
 
-def reset_index_paths(ctx: Ctx, entries: dict[str, tuple[str, str] | None]) -> None:
-    """Make the real index hold HEAD's entries for exactly the committed paths."""
+def reset_index_paths(ctx: Ctx, entries: dict[str, tuple[str, str] | None]) -> str | None:
+    """Make the real index hold HEAD's entries for exactly the committed paths.
+
+    Waits while someone holds index.lock; returns a warning instead of failing, since the
+    commit has landed by then and must be recorded either way.
+    """
     deadline = time.monotonic() + INDEX_LOCK_WAIT_S
     info = git.index_info(entries)
     while True:
         rc, _ = git.run_rc(ctx.repo, "update-index", "-z", "--index-info", input=info)
         if rc == 0:
-            return
+            return None
         if time.monotonic() > deadline:
-            raise StateRefused("committed, but the index stayed locked (index.lock); run "
-                               "`git reset -q -- " + " ".join(list(entries)[:3]) + "` to refresh it")
+            return ("committed, but the index stayed locked (index.lock) for "
+                    f"{INDEX_LOCK_WAIT_S:g}s; once it is free run: git reset -q -- "
+                    + " ".join(list(entries)[:5]))
         time.sleep(0.05)
 
 
 def accept(ctx: Ctx, task_id: str, *, message: str | None, recheck: bool | None) -> dict[str, Any]:
+    with store.locked(ctx.lay, timeout=COMMIT_LOCK_WAIT_S, name="commit"):
+        return _accept(ctx, task_id, message=message, recheck=recheck)
+
+
+def _accept(ctx: Ctx, task_id: str, *, message: str | None, recheck: bool | None) -> dict[str, Any]:
     do_recheck = ctx.config.accept.recheck if recheck is None else recheck
     for _attempt in range(MAX_ATTEMPTS):
         with store.locked(ctx.lay):
@@ -155,7 +173,6 @@ def accept(ctx: Ctx, task_id: str, *, message: str | None, recheck: bool | None)
                                env={"HUNKWISE_COORDINATOR": "1"})
             if rc != 0:
                 continue  # HEAD moved since the snapshot: start over
-            reset_index_paths(ctx, plan.entries)
             task = state.tasks[task_id]
             task.state = TaskState.ACCEPTED
             task.commit = commit
@@ -163,8 +180,10 @@ def accept(ctx: Ctx, task_id: str, *, message: str | None, recheck: bool | None)
             task.updated_at = store.now()
             sync_ranges(ctx.repo, state, owner_commit=(task_id, commit))
             store.save(ctx.lay, state)
+        warning = reset_index_paths(ctx, plan.entries)
         for e in inbox.find_task_reports(ctx.lay.inbox, task_id):
             inbox.archive(e)
-        return {"commit": commit, "task": task_id, "paths": plan.paths,
-                "revision": report.revision}
+        doc: dict[str, Any] = {"commit": commit, "task": task_id, "paths": plan.paths,
+                               "revision": report.revision, "warnings": [warning] if warning else []}
+        return doc
     raise StateRefused(f"HEAD kept moving while accepting {task_id} ({MAX_ATTEMPTS} tries); try again")

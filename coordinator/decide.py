@@ -68,7 +68,7 @@ def discard_entries(ctx: Ctx, tv: TreeView, task_id: str) -> dict[str, tuple[str
 
 def reject(ctx: Ctx, task_id: str, note: str, discard: bool) -> dict[str, Any]:
     n = _note(note, "rejected")
-    with store.locked(ctx.lay):
+    with store.locked(ctx.lay, name="commit"), store.locked(ctx.lay):
         state = store.load(ctx.lay)
         task = get_task(state, task_id)
         if not task.active:

@@ -14,6 +14,11 @@ from shared.worktree import current_oids, write_entries
 
 
 def revert(ctx: Ctx, task_id: str) -> dict[str, Any]:
+    with store.locked(ctx.lay, name="commit"):
+        return _revert(ctx, task_id)
+
+
+def _revert(ctx: Ctx, task_id: str) -> dict[str, Any]:
     with store.locked(ctx.lay):
         state = store.load(ctx.lay)
         task = get_task(state, task_id)
@@ -73,13 +78,13 @@ def revert(ctx: Ctx, task_id: str) -> dict[str, Any]:
                            env={"HUNKWISE_COORDINATOR": "1"})
         if rc != 0:
             raise StateRefused("HEAD moved while reverting; try again")
-        reset_index_paths(ctx, entries)
+        warning = reset_index_paths(ctx, entries)
         tree_left = _update_tree(ctx, head, entries)
         sync_ranges(ctx.repo, state)
         task.notes.append(_note_reverted(new))
         store.save(ctx.lay, state)
     return {"commit": new, "task": task_id, "reverts": commit, "paths": sorted(entries),
-            "tree_left": tree_left}
+            "tree_left": tree_left, "warnings": [warning] if warning else []}
 
 
 def _update_tree(ctx: Ctx, old_head: str, entries: dict[str, tuple[str, str] | None]) -> list[str]:

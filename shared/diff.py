@@ -125,14 +125,10 @@ def _header_path(line: bytes) -> bytes:
     """The path of a `diff --git a/P b/P` header (both sides are equal without renames)."""
     rest = line[len(b"diff --git "):]
     if rest.startswith(b'"'):
-        # "a/P" "b/P" (or a mix when only one side needs quoting: never, sides are equal)
-        end = 1
-        while True:
-            end = rest.index(b'"', end)
-            if rest[end - 1] != 92 or rest[end - 2] == 92:
-                break
-            end += 1
-        return _unquote_c(rest[1:end])[2:]
+        i = 1
+        while i < len(rest) and rest[i] != 34:  # the closing quote
+            i += 2 if rest[i] == 92 else 1  # skip the escaped character after a backslash
+        return _unquote_c(rest[1:i])[2:]
     half = (len(rest) - 1) // 2
     return rest[2:half]
 
@@ -231,11 +227,38 @@ def diff_trees(repo: Path, old: str, new: str, paths: Sequence[str] | None = Non
     patch = git.run(repo, "diff-tree", "-r", "-p", "-U0", *git.DIFF_PINS, old, new, *spec,
                     env={"GIT_LITERAL_PATHSPECS": "1"})
     parsed = parse_patch(patch)
+    _undo_forced_binary(repo, old, new, changes, parsed)
     for ch in changes:
         binary, hunks = parsed.get(os.fsencode(ch.path), (False, []))
         ch.binary = binary
         ch.hunks = hunks
     return changes
+
+
+def looks_binary(data: bytes) -> bool:
+    """git's own rule (buffer_is_binary): a NUL byte in the first 8000 bytes."""
+    return b"\0" in data[:8000]
+
+
+def _undo_forced_binary(repo: Path, old: str, new: str, changes: list[FileChange],
+                        parsed: dict[bytes, tuple[bool, list[Hunk]]]) -> None:
+    """Re-diff as text the files that only a `-diff`/`binary` attribute made binary.
+
+    Attributes are user diff settings too: ownership must not depend on them, or a range
+    grant could never own a line of such a file.
+    """
+    suspects = [c for c in changes if c.status == "M" and c.old_mode in REGULAR_MODES
+                and c.new_mode in REGULAR_MODES and parsed.get(os.fsencode(c.path), (False, []))[0]]
+    if not suspects:
+        return
+    blobs = git.cat_blobs(repo, [c.old_oid for c in suspects] + [c.new_oid for c in suspects])
+    texty = [c.path for c in suspects
+             if not looks_binary(blobs[c.old_oid]) and not looks_binary(blobs[c.new_oid])]
+    if not texty:
+        return
+    patch = git.run(repo, "diff-tree", "-r", "-p", "-U0", "--text", *git.DIFF_PINS, old, new,
+                    "--", *texty, env={"GIT_LITERAL_PATHSPECS": "1"})
+    parsed.update(parse_patch(patch))
 
 
 @dataclass(frozen=True)
@@ -252,8 +275,7 @@ def snapshot(repo: Path) -> Snapshot:
     unchanged files, and the real index is never touched.
     """
     gd = git.git_dir(repo)
-    head = git.head(repo)
-    htree = git.head_tree(repo)
+    head, htree = git.head_and_tree(repo)
     with tempfile.TemporaryDirectory(prefix="hunkwise-idx-", dir=gd) as tmp:
         idx = os.path.join(tmp, "index")
         real = gd / "index"

@@ -44,6 +44,8 @@ _CONFIG_PINS: tuple[str, ...] = (
     "-c", "core.fsmonitor=false",
     "-c", "gc.auto=0",
     "-c", "maintenance.auto=false",
+    # Commit messages are UTF-8 text; a user's legacy encoding would mislabel them.
+    "-c", "i18n.commitEncoding=UTF-8",
 )
 
 
@@ -94,26 +96,49 @@ def run_rc(repo: Path | str, *args: str, env: Mapping[str, str] | None = None,
     return proc.returncode, proc.stdout
 
 
+_DIRS: dict[str, tuple[Path, Path, Path]] = {}
+
+
+def _dirs(start: Path) -> tuple[Path, Path, Path]:
+    """(top level, common dir, git dir) with one rev-parse, cached per process."""
+    key = str(start)
+    if key not in _DIRS:
+        rc, out = run_rc(start, "rev-parse", "--show-toplevel", "--git-common-dir",
+                         "--absolute-git-dir")
+        lines = out.split(b"\n")
+        if rc != 0 or len(lines) < 3 or not lines[0]:
+            raise UsageError(f"{start}: not inside a git work tree (use --repo PATH)")
+        top = Path(os.fsdecode(lines[0]))
+        common = Path(os.fsdecode(lines[1]))
+        common = common if common.is_absolute() else (start / common).resolve()
+        _DIRS[key] = (top, common, Path(os.fsdecode(lines[2])))
+        _DIRS.setdefault(str(top), _DIRS[key])
+    return _DIRS[key]
+
+
 def toplevel(start: Path | str | None) -> Path:
     """The work-tree root that holds `start` (default: the current directory)."""
     where = Path(start) if start else Path.cwd()
     if not where.is_dir():
         raise UsageError(f"--repo {where}: no such directory")
-    rc, out = run_rc(where, "rev-parse", "--show-toplevel")
-    if rc != 0 or not out.strip():
-        raise UsageError(f"{where}: not inside a git work tree (use --repo PATH)")
-    return Path(os.fsdecode(out.rstrip(b"\n")))
+    return _dirs(where)[0]
 
 
 def common_dir(repo: Path) -> Path:
-    out = run(repo, "rev-parse", "--git-common-dir").rstrip(b"\n")
-    path = Path(os.fsdecode(out))
-    return path if path.is_absolute() else (repo / path).resolve()
+    return _dirs(repo)[1]
 
 
 def git_dir(repo: Path) -> Path:
-    out = run(repo, "rev-parse", "--absolute-git-dir").rstrip(b"\n")
-    return Path(os.fsdecode(out))
+    return _dirs(repo)[2]
+
+
+def head_and_tree(repo: Path) -> tuple[Sha | None, Sha]:
+    """HEAD's commit and tree with one process; (None, EMPTY_TREE) on an unborn branch."""
+    rc, out = run_rc(repo, "rev-parse", "HEAD^{commit}", "HEAD^{tree}")
+    parts = out.decode().split()
+    if rc != 0 or len(parts) != 2:
+        return None, EMPTY_TREE
+    return Sha(parts[0]), Sha(parts[1])
 
 
 def head(repo: Path) -> Sha | None:

@@ -39,7 +39,7 @@ INACTIVE = (TaskState.ACCEPTED, TaskState.REJECTED)
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, validate_assignment=False)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, defer_build=True)
 
 
 def check_task_id(value: str) -> TaskId:
@@ -207,7 +207,8 @@ class Signal(Strict):
     created_at: float
     acked_by: list[str] = Field(default_factory=list)
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, populate_by_name=True,
+                              defer_build=True)
 
     def public(self) -> dict[str, Any]:
         return {"id": self.id, "from": self.sender, "to": self.to, "type": str(self.type),

@@ -11,6 +11,8 @@ from .errors import CoordError
 
 
 def emit(doc: dict[str, Any], as_json: bool, human: Callable[[dict[str, Any]], str]) -> None:
+    for w in doc.get("warnings") or []:
+        sys.stderr.write(f"warning: {w}\n")
     if as_json:
         sys.stdout.write(json.dumps(doc, indent=2, sort_keys=False, default=str) + "\n")
     else:

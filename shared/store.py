@@ -111,18 +111,25 @@ def save(lay: Layout, state: State) -> None:
 
 
 @contextlib.contextmanager
-def locked(lay: Layout, timeout: float | None = None) -> Iterator[None]:
-    """Hold the state lock: a separate file that is never replaced or deleted."""
+def locked(lay: Layout, timeout: float | None = None, name: str = "lock") -> Iterator[None]:
+    """Hold a lock: a separate file that is never replaced or deleted.
+
+    `lock` guards the state's read-modify-writes and is held briefly. `commit` serializes
+    the coordinator's own changes to HEAD and the index (accept, revert, discard,
+    restore) for their whole run, so no one validates between a HEAD move and the index
+    update that follows it; workers never wait for it.
+    """
     import portalocker
 
     ensure(lay)
     wait = LOCK_TIMEOUT_S if timeout is None else timeout
+    path = lay.root / name
     try:
-        lock = portalocker.Lock(str(lay.lock_file), mode="a", timeout=wait,
+        lock = portalocker.Lock(str(path), mode="a", timeout=wait,
                                 check_interval=0.01, flags=portalocker.LOCK_EX | portalocker.LOCK_NB)
         lock.acquire()
     except portalocker.exceptions.LockException:
-        raise StateRefused(f"state lock {lay.lock_file} is held by another process "
+        raise StateRefused(f"lock {path} is held by another process "
                            f"(waited {wait:g}s); try again") from None
     try:
         yield
