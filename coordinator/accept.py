@@ -181,6 +181,7 @@ def _accept(ctx: Ctx, task_id: str, *, message: str | None, recheck: bool | None
             sync_ranges(ctx.repo, state, owner_commit=(task_id, commit))
             store.save(ctx.lay, state)
         warning = reset_index_paths(ctx, plan.entries)
+        git.delete_refs(ctx.repo, f"refs/hunkwise/snapshots/{task_id}/")
         for e in inbox.find_task_reports(ctx.lay.inbox, task_id):
             inbox.archive(e)
         doc: dict[str, Any] = {"commit": commit, "task": task_id, "paths": plan.paths,

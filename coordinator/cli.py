@@ -89,6 +89,9 @@ def status(as_json: bool, repo: str | None) -> None:
             out.append(f"unowned: {u['path']} ({u['kind']}{', lines ' + u['lines'] if u['lines'] else ''})")
         for c in d["conflicts"]:
             out.append(f"conflict: {c['path']} between {', '.join(c['tasks'])}")
+        for lost in d["lost"]:
+            out.append(f"lost: {lost['task']}'s reported changes are gone from "
+                       f"{', '.join(lost['paths'])} (coord restore {lost['task']})")
         if d["index_dirty"]:
             out.append(f"index: staged by someone else: {', '.join(d['staged'][:5])}")
         return "\n".join(out)
@@ -323,6 +326,56 @@ def index_cmd(output: str | None, as_json: bool, repo: str | None) -> None:
 
     doc = sessions.index(_ctx(repo), output)
     emit(doc, as_json, lambda d: d["markdown"])
+
+
+# ---- protection and recovery ---------------------------------------------------------------
+
+@cli.command()
+@click.argument("task_id")
+@_common
+def restore(task_id: str, as_json: bool, repo: str | None) -> None:
+    """Put a task's reported changes back into the tree after something destroyed them."""
+    from coordinator import protect
+
+    doc = protect.restore(_ctx(repo), task_id)
+    emit(doc, as_json, lambda d: f"{task_id}: restored {', '.join(d['restored'])}"
+         if d["restored"] else f"{task_id}: nothing was missing")
+
+
+@cli.command(name="install-hooks")
+@click.option("--agent", default=None, metavar="NAME",
+              help="Also install an agent hook (claude: .claude/settings.local.json).")
+@_common
+def install_hooks(agent: str | None, as_json: bool, repo: str | None) -> None:
+    """Refuse commits and moves of HEAD, branches and refs/stash by anyone but the coordinator."""
+    from coordinator import protect
+
+    doc = protect.install_hooks(_ctx(repo), agent)
+    emit(doc, as_json, lambda d: "installed: " + ", ".join(d["hooks"])
+         + (f"\nchained existing: {', '.join(d['chained'])}" if d["chained"] else "")
+         + (f"\nagent hook: {d['agent']}" if d.get("agent") else ""))
+
+
+@cli.command(name="uninstall-hooks")
+@_common
+def uninstall_hooks(as_json: bool, repo: str | None) -> None:
+    """Remove hunkwise's hooks and put back the hooks they chained."""
+    from coordinator import protect
+
+    doc = protect.uninstall_hooks(_ctx(repo))
+    emit(doc, as_json, lambda d: f"removed {len(d['removed'])} hook(s)"
+         + (f"; restored {', '.join(d['restored'])}" if d["restored"] else ""))
+
+
+@cli.command()
+def guard() -> None:
+    """Agent hook (Claude Code PreToolUse): read the tool call on stdin, exit 2 to block it."""
+    from coordinator import protect
+
+    code, message = protect.guard(sys.stdin.read(1_000_000))
+    if message:
+        sys.stderr.write(message + "\n")
+    raise SystemExit(code)
 
 
 # ---- release freeze ----------------------------------------------------------------------

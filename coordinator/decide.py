@@ -91,4 +91,5 @@ def reject(ctx: Ctx, task_id: str, note: str, discard: bool) -> dict[str, Any]:
         store.save(ctx.lay, state)
     for e in inbox.find_task_reports(ctx.lay.inbox, task_id):
         inbox.archive(e)
+    git.delete_refs(ctx.repo, f"refs/hunkwise/snapshots/{task_id}/")
     return {"task": task.public(), "discarded": discarded}

@@ -110,7 +110,10 @@ def status(ctx: Ctx) -> dict[str, Any]:
         row["unreported_changes"] = bool(row["stale"] and t.state == TaskState.IN_PROGRESS
                                          and tv.task_changes(t.id))
         rows.append(row)
+    from coordinator.protect import lost_tasks
+
     return {
+        "lost": lost_tasks(ctx, list(state.tasks.values()), tv),
         "tasks": rows,
         "interventions": state.interventions.get(str(state.batch), 0),
         "decisions_open": sum(1 for d in state.decisions if d.state == "open"),

@@ -235,3 +235,12 @@ def blob_at(repo: Path, rev: str, path: str) -> tuple[str, bytes] | None:
     if otype != "blob":
         return None
     return mode, cat_blobs(repo, [oid])[oid]
+
+
+def delete_refs(repo: Path, prefix: str) -> int:
+    """Delete every ref under `prefix` (our own bookkeeping refs only)."""
+    out = run(repo, "for-each-ref", "--format=%(refname)", prefix)
+    refs = [r for r in out.decode().split("\n") if r]
+    if refs:
+        run(repo, "update-ref", "--stdin", input="".join(f"delete {r}\n" for r in refs).encode())
+    return len(refs)

@@ -1,0 +1,376 @@
+"""Protection and recovery: no worker can destroy or sweep up another's uncommitted work.
+
+- git hooks (`pre-commit`, `reference-transaction`) refuse commits and moves of HEAD,
+  branches and refs/stash by anyone but the coordinator; existing hooks are chained;
+- an agent hook (Claude Code PreToolUse) blocks whole-tree git commands before they run;
+- `coord restore` puts a task's reported changes back from the report's snapshot where
+  something destroyed them, touching nothing else.
+
+The coordinator marks its own git calls with HUNKWISE_COORDINATOR=1. That is a guard
+against accidents, not an access control: anyone can set it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+import shlex
+import stat
+import sys
+from pathlib import Path
+from typing import Any
+
+from shared import diff, git, store
+from shared.context import Ctx, get_task
+from shared.errors import StateRefused, UsageError
+from shared.models import TaskState
+from shared.tree import active_tasks, identities, to_entries, view
+from shared.worktree import write_entries
+
+MARK = "# installed by hunkwise (coord install-hooks)"
+CHAINED = ".hunkwise-chained"
+HOOKS = ("pre-commit", "reference-transaction")
+
+_PRE_COMMIT = f"""#!/bin/sh
+{MARK}
+# Workers share this tree and never commit; the coordinator commits with coord accept.
+if [ "$HUNKWISE_COORDINATOR" != 1 ]; then
+  echo "hunkwise: commits in this shared tree are made by the coordinator only (coord accept);" >&2
+  echo "hunkwise: finish your task with: worker done TASK_ID" >&2
+  exit 1
+fi
+chained="$(dirname "$0")/pre-commit{CHAINED}"
+if [ -x "$chained" ]; then exec "$chained" "$@"; fi
+exit 0
+"""
+
+_REF_TX = f"""#!/bin/sh
+{MARK}
+# Refuse moves of HEAD, branches and refs/stash by anyone but the coordinator, before
+# they happen ("prepared"): a stash is refused before it resets the tree.
+input=$(cat)
+if [ "$1" = prepared ] && [ "$HUNKWISE_COORDINATOR" != 1 ]; then
+  echo "$input" | while read -r old new ref; do
+    case "$ref" in
+      HEAD|refs/heads/*|refs/stash)
+        echo "hunkwise: refusing to move $ref: this tree is shared by several workers;" >&2
+        echo "hunkwise: only the coordinator commits or moves branches (coord accept)" >&2
+        exit 1;;
+    esac
+  done || exit 1
+fi
+chained="$(dirname "$0")/reference-transaction{CHAINED}"
+if [ -x "$chained" ]; then printf '%s\\n' "$input" | "$chained" "$@"; exit $?; fi
+exit 0
+"""
+
+
+def hooks_dir(ctx: Ctx) -> Path:
+    out = git.run(ctx.repo, "rev-parse", "--git-path", "hooks").decode().strip()
+    p = Path(out)
+    return p if p.is_absolute() else (ctx.repo / p)
+
+
+def _ours(path: Path) -> bool:
+    try:
+        return MARK in path.read_text(errors="replace")
+    except OSError:
+        return False
+
+
+def install_hooks(ctx: Ctx, agent: str | None) -> dict[str, Any]:
+    d = hooks_dir(ctx)
+    d.mkdir(parents=True, exist_ok=True)
+    installed, chained = [], []
+    for name, body in (("pre-commit", _PRE_COMMIT), ("reference-transaction", _REF_TX)):
+        path = d / name
+        if path.exists() and not _ours(path):
+            keep = d / (name + CHAINED)
+            if keep.exists():
+                raise StateRefused(f"{keep} exists already; move it aside first")
+            os.rename(path, keep)
+            chained.append(name)
+        store.atomic_write(path, body.encode())
+        path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+        installed.append(str(path))
+    doc: dict[str, Any] = {"hooks": installed, "chained": chained}
+    if agent is not None:
+        if agent != "claude":
+            raise UsageError(f"unknown --agent {agent!r}: supported: claude")
+        doc["agent"] = str(install_claude(ctx))
+    return doc
+
+
+def uninstall_hooks(ctx: Ctx) -> dict[str, Any]:
+    d = hooks_dir(ctx)
+    removed, restored = [], []
+    for name in HOOKS:
+        path = d / name
+        if path.exists() and _ours(path):
+            path.unlink()
+            removed.append(str(path))
+        keep = d / (name + CHAINED)
+        if keep.exists() and not path.exists():
+            os.rename(keep, path)
+            restored.append(name)
+    return {"removed": removed, "restored": restored, "agent": uninstall_claude(ctx)}
+
+
+# ---- the Claude Code PreToolUse hook -------------------------------------------------------
+
+def _guard_command() -> str:
+    exe = Path(sys.argv[0]).resolve() if sys.argv and sys.argv[0] else Path("coord")
+    return f"{shlex.quote(str(exe))} guard"
+
+
+def _settings_path(ctx: Ctx) -> Path:
+    return ctx.repo / ".claude" / "settings.local.json"
+
+
+def _load_settings(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8") or "{}")
+    except (ValueError, UnicodeDecodeError) as e:
+        raise UsageError(f"{path}: not valid JSON ({e}); fix it, nothing was changed") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"{path}: expected a JSON object; nothing was changed")
+    return data
+
+
+def install_claude(ctx: Ctx) -> Path:
+    """Merge our PreToolUse hook into .claude/settings.local.json, keeping everything else."""
+    path = _settings_path(ctx)
+    data = _load_settings(path)
+    hooks = data.setdefault("hooks", {})
+    pre = hooks.setdefault("PreToolUse", [])
+    if not isinstance(hooks, dict) or not isinstance(pre, list):
+        raise UsageError(f"{path}: hooks.PreToolUse is not a list; nothing was changed")
+    entry = {"matcher": "Bash", "hooks": [{"type": "command", "command": _guard_command()}]}
+    pre[:] = [e for e in pre if not _is_ours(e)] + [entry]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    store.atomic_write(path, (json.dumps(data, indent=2) + "\n").encode())
+    _exclude(ctx, "/.claude/settings.local.json")
+    return path
+
+
+def _exclude(ctx: Ctx, pattern: str) -> None:
+    """A local, untracked settings file must not show up as an unowned change."""
+    info = git.common_dir(ctx.repo) / "info"
+    info.mkdir(exist_ok=True)
+    exclude = info / "exclude"
+    text = exclude.read_text() if exclude.exists() else ""
+    if pattern not in text.split("\n"):
+        with open(exclude, "a") as f:
+            f.write(("" if not text or text.endswith("\n") else "\n") + pattern + "\n")
+
+
+def _is_ours(entry: Any) -> bool:
+    return isinstance(entry, dict) and any(
+        isinstance(h, dict) and str(h.get("command", "")).endswith(" guard")
+        and "coord" in str(h.get("command", "")) for h in entry.get("hooks", []))
+
+
+def uninstall_claude(ctx: Ctx) -> str | None:
+    path = _settings_path(ctx)
+    if not path.exists():
+        return None
+    data = _load_settings(path)
+    pre = data.get("hooks", {}).get("PreToolUse")
+    if not isinstance(pre, list) or not any(_is_ours(e) for e in pre):
+        return None
+    pre[:] = [e for e in pre if not _is_ours(e)]
+    if not pre:
+        del data["hooks"]["PreToolUse"]
+    if not data["hooks"]:
+        del data["hooks"]
+    store.atomic_write(path, (json.dumps(data, indent=2) + "\n").encode())
+    return str(path)
+
+
+_SAFE_STASH = {"list", "show"}
+_ALWAYS = {
+    "stash": "stashes every uncommitted change in the shared tree, other workers' too",
+    "switch": "moves HEAD and rewrites files other workers are editing",
+    "clean": "deletes untracked files, other workers' new files among them",
+    "add": "stages changes; only the coordinator stages (coord accept)",
+    "commit": "commits; only the coordinator commits (coord accept)",
+    "rebase": "rewrites history under every worker",
+    "pull": "moves HEAD and merges into files other workers are editing",
+    "merge": "moves HEAD and merges into files other workers are editing",
+    "cherry-pick": "commits into the shared branch",
+    "revert": "commits into the shared branch (the coordinator has coord revert)",
+    "am": "commits into the shared branch",
+    "rm": "stages deletions; only the coordinator stages",
+    "mv": "stages a move; move the file with plain mv instead",
+}
+_INSTEAD = ("this tree is shared with other workers. Edit files within your grants only, and "
+            "finish with `worker done TASK_ID` (or `worker blocked`/`worker failed`); the "
+            "coordinator stages and commits. To undo your own edit, edit the lines back.")
+
+
+def git_danger(command: str) -> str | None:
+    """Why a shell command line would destroy or sweep up shared work, or None."""
+    for seg in _segments(command):
+        if not seg or os.path.basename(seg[0]) != "git":
+            continue
+        args = seg[1:]
+        while args and args[0].startswith("-"):  # global options: -C dir, -c k=v, --no-pager
+            opt = args.pop(0)
+            if opt in ("-C", "-c", "--git-dir", "--work-tree", "--namespace") and args:
+                args.pop(0)
+        if not args:
+            continue
+        sub, rest = args[0], args[1:]
+        if sub == "stash" and rest and rest[0] in _SAFE_STASH:
+            continue
+        if sub in _ALWAYS and not (sub == "clean" and any(a in ("-n", "--dry-run") for a in rest)):
+            return f"`git {sub}` {_ALWAYS[sub]}"
+        if sub == "checkout":
+            return "`git checkout` moves HEAD or overwrites files with HEAD's content"
+        if sub == "restore" and not ("--staged" in rest or "-S" in rest) or (
+                sub == "restore" and ("--worktree" in rest or "-W" in rest)):
+            return "`git restore` overwrites files with HEAD's content"
+        if sub == "reset":
+            hard = [a for a in rest if a in ("--hard", "--keep", "--merge")]
+            if hard:
+                return f"`git reset {hard[0]}` overwrites the working tree"
+            revs = [a for a in rest if not a.startswith("-")]
+            if revs and "--" not in rest and revs[0] not in ("HEAD",):
+                return "`git reset <commit>` moves HEAD under every worker"
+        if sub == "branch" and any(a in ("-f", "--force", "-D", "-M") for a in rest):
+            return "`git branch` with force rewrites shared refs"
+    return None
+
+
+def _segments(command: str) -> list[list[str]]:
+    """Split a shell line into simple commands (on ; && || | and newlines)."""
+    try:
+        lex = shlex.shlex(command, posix=True, punctuation_chars=";&|")
+        lex.whitespace_split = True
+        tokens = list(lex)
+    except ValueError:
+        tokens = command.split()
+    segs: list[list[str]] = [[]]
+    for t in tokens:
+        if t and set(t) <= set(";&|()"):
+            segs.append([])
+        else:
+            segs[-1].append(t)
+    # `env X=1 git ...`, `sudo git ...`, `VAR=x git ...`
+    cleaned = []
+    for s in segs:
+        while s and (s[0] in ("env", "sudo", "command", "exec", "nohup", "time") or
+                     ("=" in s[0] and not s[0].startswith("-"))):
+            s = s[1:]
+        cleaned.append(s)
+    return cleaned
+
+
+def guard(stdin_text: str) -> tuple[int, str]:
+    """A Claude Code PreToolUse hook: (exit code, message). Exit 2 blocks the tool call."""
+    try:
+        data = json.loads(stdin_text or "{}")
+    except ValueError:
+        return 0, ""  # not ours to judge
+    tool = data.get("tool_name") if isinstance(data, dict) else None
+    cmd = (data.get("tool_input") or {}).get("command") if isinstance(data, dict) else None
+    if tool != "Bash" or not isinstance(cmd, str):
+        return 0, ""
+    why = git_danger(cmd)
+    if why is None:
+        return 0, ""
+    return 2, f"hunkwise blocked this command: {why}; {_INSTEAD}"
+
+
+# ---- restore -------------------------------------------------------------------------------
+
+def lost_tasks(ctx: Ctx, tasks: list[Any], tv: Any) -> list[dict[str, Any]]:
+    """Reported tasks whose reported changes are no longer all in the tree."""
+    from coordinator.review import newest_report
+
+    lost = []
+    for t in tasks:
+        if t.state != TaskState.REPORTED:
+            continue
+        try:
+            _e, report = newest_report(ctx, t.id)
+        except UsageError:
+            continue
+        have = identities(to_entries(tv.task_changes(t.id)))
+        want = identities(report.changes)
+        missing = sorted(p for p, ids in want.items() if ids - have.get(p, Counter()))
+        if missing:
+            lost.append({"task": t.id, "paths": missing})
+    return lost
+
+
+def restore(ctx: Ctx, task_id: str) -> dict[str, Any]:
+    with store.locked(ctx.lay, name="commit"):
+        return _restore(ctx, task_id)
+
+
+def _restore(ctx: Ctx, task_id: str) -> dict[str, Any]:
+    from coordinator.review import newest_report
+
+    state = store.load(ctx.lay)
+    task = get_task(state, task_id)
+    if state.freeze is not None:
+        raise StateRefused("coord restore changes the tree, which a release freeze forbids")
+    _e, report = newest_report(ctx, task_id)
+    if not report.snapshot or not report.base_commit:
+        raise UsageError(f"{task_id}'s report has no snapshot to restore from")
+    base, snap = report.base_commit, report.snapshot
+    for oid in (base, snap):
+        if git.run_rc(ctx.repo, "cat-file", "-e", oid)[0] != 0:
+            raise UsageError(f"{task_id}'s snapshot {oid[:12]} is gone from the repository")
+    want = {e.path for e in report.changes} | {e.old_path for e in report.changes if e.old_path}
+    reported = {c.path: c for c in diff.diff_trees(ctx.repo, base, snap) if c.path in want}
+    now = view(ctx.repo, active_tasks(state))
+    current = {c.path: c for c in diff.diff_trees(ctx.repo, base, now.snap.tree, sorted(reported))}
+    rep_ids = identities(report.changes)
+    entries: dict[str, tuple[str, str] | None] = {}
+    expect: dict[str, str | None] = {}
+    problems: list[str] = []
+    contents: list[bytes] = []
+    spliced: list[tuple[str, str]] = []
+    for path, rc in sorted(reported.items()):
+        cur = current.get(path)
+        cur_entry = None if cur is None else (None if cur.status == "D" else (cur.new_mode, cur.new_oid))
+        base_entry = None if rc.status == "A" else (rc.old_mode, rc.old_oid)
+        snap_entry = None if rc.status == "D" else (rc.new_mode, rc.new_oid)
+        now_entry = base_entry if cur is None else cur_entry
+        if now_entry == snap_entry:
+            continue  # nothing of this path was lost
+        if rc.splittable and rc.hunks and (cur is None or cur.splittable):
+            mine = [h for h in rc.hunks if ("hunk", h.sha256) in rep_ids.get(path, {})]
+            have = {h.sha256 for h in (cur.hunks if cur else [])}
+            missing = [h for h in mine if h.sha256 not in have]
+            if not missing:
+                continue
+            through = cur.hunks if cur else []
+            moved, clashes = diff.carry(missing, through)
+            for h in clashes:
+                problems.append(f"{path}: lines {h.old_start}-{h.old_end} were changed by someone else since")
+            if clashes:
+                continue
+            base_blob_oid = cur.new_oid if cur else rc.old_oid
+            blob = git.cat_blobs(ctx.repo, [base_blob_oid])[base_blob_oid]
+            contents.append(diff.splice(blob, moved))
+            spliced.append((path, rc.new_mode))
+            expect[path] = None if now_entry is None else now_entry[1]
+        elif now_entry == base_entry:
+            entries[path] = snap_entry
+            expect[path] = None if now_entry is None else now_entry[1]
+        else:
+            problems.append(f"{path}: changed by someone else since the report (whole file)")
+    if problems:
+        raise StateRefused(f"cannot restore {task_id}: " + "; ".join(problems[:10]))
+    for (path, mode), oid in zip(spliced, git.hash_blobs(ctx.repo, contents)):
+        entries[path] = (mode, oid)
+    if entries:
+        write_entries(ctx.repo, entries, expect=expect)
+    return {"task": task_id, "restored": sorted(entries), "revision": report.revision}
+
