@@ -92,6 +92,8 @@ def status(as_json: bool, repo: str | None) -> None:
         for lost in d["lost"]:
             out.append(f"lost: {lost['task']}'s reported changes are gone from "
                        f"{', '.join(lost['paths'])} (coord restore {lost['task']})")
+        for ev in d.get("events", [])[-5:]:
+            out.append(f"event {ev['at']}: {ev['kind']}: {ev['path']}")
         if d["index_dirty"]:
             out.append(f"index: staged by someone else: {', '.join(d['staged'][:5])}")
         return "\n".join(out)
@@ -376,6 +378,19 @@ def guard() -> None:
     if message:
         sys.stderr.write(message + "\n")
     raise SystemExit(code)
+
+
+@cli.command()
+@click.option("--timeout", type=float, default=None, metavar="S", help="Stop after S seconds.")
+@click.option("--interval", type=float, default=5.0, show_default=True, metavar="S",
+              help="Rescan the inbox at least this often.")
+@_common
+def watch(timeout: float | None, interval: float, as_json: bool, repo: str | None) -> None:
+    """Watch the inbox and the tree; notify on reports, record writes outside grants."""
+    from coordinator import watch as core
+
+    doc = core.watch(_ctx(repo), timeout=timeout, interval=max(0.1, interval))
+    emit(doc, as_json, lambda d: f"watched: {len(d['notified'])} report(s), {len(d['events'])} event(s)")
 
 
 # ---- release freeze ----------------------------------------------------------------------

@@ -111,8 +111,10 @@ def status(ctx: Ctx) -> dict[str, Any]:
                                          and tv.task_changes(t.id))
         rows.append(row)
     from coordinator.protect import lost_tasks
+    from coordinator.watch import recent_events
 
     return {
+        "events": recent_events(ctx.lay),
         "lost": lost_tasks(ctx, list(state.tasks.values()), tv),
         "tasks": rows,
         "interventions": state.interventions.get(str(state.batch), 0),

@@ -1,0 +1,238 @@
+"""`coord watch`: a watchdog observer that never interrupts the coordinator.
+
+Each report that arrives joins the queue view and runs `[notify] command` with the
+report's summary (JSON) on stdin; tree writes outside every grant, and any write during a
+freeze, are recorded as events that `coord status` shows. File-system events are only
+hints (watchdog reports a renamed-in file as created or moved, and drops events on
+overflow): every wake rescans the inbox until its listing is stable, and a periodic
+rescan catches whatever the observer missed. Reports are never moved: the queue belongs
+to `coord next`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import inbox
+from shared import git, store
+from shared.context import Ctx, iso
+from shared.ownership import glob_matches
+
+EVENTS = "events.jsonl"
+SEEN = "watch-seen.json"
+MAX_EVENTS_SHOWN = 20
+NOTIFY_TIMEOUT_S = 30.0
+DEDUPE_S = 2.0
+
+
+def record_event(lay: store.Layout, kind: str, path: str, detail: str = "") -> dict[str, Any]:
+    ev = {"at": iso(time.time()), "kind": kind, "path": path, "detail": detail}
+    line = (json.dumps(ev) + "\n").encode()
+    store.ensure(lay)
+    # One O_APPEND write per event: concurrent writers never interleave within a line.
+    fd = os.open(lay.root / EVENTS, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line)
+    finally:
+        os.close(fd)
+    return ev
+
+
+def recent_events(lay: store.Layout, n: int = MAX_EVENTS_SHOWN) -> list[dict[str, Any]]:
+    try:
+        with open(lay.root / EVENTS, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - 64 * 1024))
+            lines = f.read().split(b"\n")
+    except FileNotFoundError:
+        return []
+    out = []
+    for raw in lines[-(n + 1):]:
+        try:
+            ev = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(ev, dict):
+            out.append(ev)
+    return out[-n:]
+
+
+def _load_seen(lay: store.Layout) -> set[str]:
+    try:
+        data = json.loads((lay.root / SEEN).read_text())
+        return set(data) if isinstance(data, list) else set()
+    except (FileNotFoundError, ValueError):
+        return set()
+
+
+def _save_seen(lay: store.Layout, seen: set[str]) -> None:
+    store.atomic_write(lay.root / SEEN, json.dumps(sorted(seen)[-10000:]).encode())
+
+
+class Watcher:
+    def __init__(self, ctx: Ctx, *, out: Any = None) -> None:
+        self.ctx = ctx
+        self.lay = ctx.lay
+        self.seen = _load_seen(self.lay)
+        self.notified: list[dict[str, Any]] = []
+        self.events: list[dict[str, Any]] = []
+        self.out = out or sys.stderr
+        self.hints: queue.Queue[tuple[str, str]] = queue.Queue()
+        self.git_dir = str(git.common_dir(ctx.repo).resolve())
+        self._last: dict[tuple[str, str], float] = {}
+
+    # ---- the inbox ----
+    def _stable_listing(self) -> list[inbox.Entry]:
+        last: list[str] | None = None
+        for _ in range(20):
+            entries, _odd = inbox.entries(self.lay.inbox, "new")
+            names = [e.name for e in entries]
+            if names == last:
+                return entries
+            last = names
+            time.sleep(0.02)
+        return entries
+
+    def scan_inbox(self) -> None:
+        fresh = [e for e in self._stable_listing() if e.name not in self.seen]
+        for e in fresh:
+            self.seen.add(e.name)
+            try:
+                report = inbox.read_report(e.path)
+                summary = {"task_id": report.task_id, "status": report.status,
+                           "title": report.title, "revision": report.revision,
+                           "kind": report.kind, "summary": report.summary,
+                           "checks_passed": sum(1 for c in report.checks if c.passed),
+                           "checks_total": len(report.checks), "file": e.name}
+            except Exception as err:  # noqa: BLE001 - a bad report is coord next's to quarantine
+                summary = {"task_id": e.task_id, "status": "unreadable", "file": e.name,
+                           "error": str(err)[:300]}
+            self._notify(summary)
+        if fresh:
+            _save_seen(self.lay, self.seen)
+
+    def _notify(self, summary: dict[str, Any]) -> None:
+        self.notified.append(summary)
+        self.out.write(f"report: {summary['task_id']} [{summary['status']}] {summary.get('title', '')}\n")
+        self.out.flush()
+        cmd = self.ctx.config.notify.command
+        if not cmd:
+            return
+        try:
+            p = subprocess.run(["/bin/sh", "-c", cmd], cwd=str(self.ctx.repo),
+                               input=json.dumps(summary).encode(), capture_output=True,
+                               timeout=NOTIFY_TIMEOUT_S)
+            if p.returncode != 0:
+                self._event("notify-failed", summary["task_id"], f"exit {p.returncode}")
+        except (subprocess.TimeoutExpired, OSError) as err:
+            self._event("notify-failed", summary["task_id"], str(err)[:200])
+
+    # ---- the tree ----
+    def _event(self, kind: str, path: str, detail: str = "") -> None:
+        key = (kind, path)
+        now = time.monotonic()
+        if now - self._last.get(key, -1e9) < DEDUPE_S:
+            return  # one write raises several events (create, modify, close)
+        self._last[key] = now
+        ev = record_event(self.lay, kind, path, detail)
+        self.events.append(ev)
+        self.out.write(f"event: {kind}: {path}{' (' + detail + ')' if detail else ''}\n")
+        self.out.flush()
+
+    def tree_writes(self, paths: set[str]) -> None:
+        rel = []
+        root = str(self.ctx.repo)
+        for p in paths:
+            if p.startswith(self.git_dir) or p.startswith(str(self.lay.root)):
+                continue
+            r = os.path.relpath(p, root)
+            if r.startswith("..") or r == "." or r.split(os.sep)[0] == ".git":
+                continue
+            if os.path.isdir(p):
+                continue
+            rel.append(r)
+        if not rel:
+            return
+        ignored = set(self._ignored(rel))
+        rel = [r for r in rel if r not in ignored]
+        state = store.load(self.lay)
+        active = [t for t in state.tasks.values() if t.active]
+        for r in sorted(set(rel)):
+            if state.freeze is not None:
+                self._event("write-during-freeze", r, f"batch {state.freeze.batch}")
+                continue
+            owned = any((g.kind == "range" and g.path == r) or
+                        (g.kind == "glob" and glob_matches(g.path, r))
+                        for t in active for g in t.grants)
+            if not owned:
+                self._event("write-outside-grants", r)
+
+    def _ignored(self, rel: list[str]) -> list[str]:
+        rc, out = git.run_rc(self.ctx.repo, "check-ignore", "-z", "--stdin",
+                             input=b"".join(os.fsencode(r) + b"\0" for r in rel))
+        return [os.fsdecode(x) for x in out.split(b"\0") if x] if rc in (0, 1) else []
+
+    # ---- the loop ----
+    def run(self, timeout: float | None, interval: float) -> None:
+        from watchdog.events import FileSystemEvent, FileSystemEventHandler
+        from watchdog.observers import Observer
+
+        hints = self.hints
+        inbox_new = str((self.lay.inbox / "new").resolve())
+
+        class Handler(FileSystemEventHandler):
+            def on_any_event(self, event: FileSystemEvent) -> None:
+                if event.event_type in ("opened", "closed_no_write"):
+                    return
+                for p in (event.src_path, getattr(event, "dest_path", "") or ""):
+                    if p:
+                        p = os.fsdecode(p)
+                        hints.put(("inbox" if p.startswith(inbox_new) else "tree", p))
+
+        store.ensure(self.lay)
+        observer = Observer()
+        observer.schedule(Handler(), inbox_new, recursive=False)
+        observer.schedule(Handler(), str(self.ctx.repo), recursive=True)
+        observer.start()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        next_scan = 0.0
+        try:
+            while deadline is None or time.monotonic() < deadline:
+                now = time.monotonic()
+                if now >= next_scan:
+                    self.scan_inbox()  # the periodic rescan: catches what the observer dropped
+                    next_scan = now + interval
+                wait = min(next_scan, deadline or next_scan) - time.monotonic()
+                try:
+                    kind, path = hints.get(timeout=max(0.01, wait))
+                except queue.Empty:
+                    continue
+                batch = [(kind, path)]
+                time.sleep(0.05)  # let a burst settle, then take it whole
+                while True:
+                    try:
+                        batch.append(hints.get_nowait())
+                    except queue.Empty:
+                        break
+                if any(k == "inbox" for k, _ in batch):
+                    self.scan_inbox()
+                self.tree_writes({p for k, p in batch if k == "tree"})
+        except KeyboardInterrupt:
+            pass
+        finally:
+            observer.stop()
+            observer.join(timeout=5)
+
+
+def watch(ctx: Ctx, *, timeout: float | None, interval: float) -> dict[str, Any]:
+    w = Watcher(ctx)
+    w.run(timeout, interval)
+    return {"notified": w.notified, "events": w.events}

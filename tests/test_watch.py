@@ -1,0 +1,98 @@
+"""coord watch: notify once per report, rescan what the observer missed, record events."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import inbox
+from shared.context import open_repo
+from tests.conftest import BIN, git, numbered, write
+
+
+def _setup(make_repo, coord, worker, n: int, log: Path) -> tuple[Path, list[str]]:
+    repo = make_repo({"f.txt": numbered(5), "coord.toml":
+                      f'[notify]\ncommand = "cat >> {log}; echo >> {log}"\n'})
+    sessions = []
+    for i in range(n):
+        assert coord(repo, "assign", f"t{i}", "--title", f"task {i}", "--expect", "e",
+                     "--write", f"d{i}/**").code == 0
+    return repo, sessions
+
+
+def _deliver_many(repo: Path, n: int) -> None:
+    """n valid reports landing at once, through the product's own delivery."""
+    ctx = open_repo(str(repo))
+    template = {
+        "schema_version": 1, "status": "done", "session": None, "created_at": "2026-01-01T00:00:00Z",
+        "base_commit": None, "title": "t", "expect": "e", "summary": "", "changes": [],
+        "patch_sha256": "0" * 64, "snapshot": "", "revision": 1, "report_id": "r",
+        "checks": [], "overlaps": [], "unfinished": [], "proposed_commit": {"subject": "s", "body": ""},
+    }
+    for i in range(n):
+        doc = dict(template, task_id=f"t{i}", report_id=f"r{i}")
+        inbox.deliver(ctx.lay.inbox, json.dumps(doc).encode(), f"t{i}", 1)
+
+
+def _notified(log: Path) -> list[dict]:
+    if not log.exists():
+        return []
+    return [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+
+
+def test_fifty_reports_at_once_notify_once_each(make_repo, coord, worker, tmp_path: Path) -> None:
+    log = tmp_path / "notify.log"
+    repo, _ = _setup(make_repo, coord, worker, 50, log)
+    proc = subprocess.Popen([str(BIN / "coord"), "watch", "--timeout", "6", "--interval", "0.5",
+                             "--json"], cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(1.0)
+    _deliver_many(repo, 50)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err.decode()
+    got = _notified(log)
+    assert sorted(d["task_id"] for d in got) == sorted(f"t{i}" for i in range(50))
+    assert len(json.loads(out)["notified"]) == 50
+    # The watcher never takes the coordinator's queue: every report is still pending.
+    assert len(coord(repo, "inbox").doc["reports"]) == 50
+
+
+def test_report_written_while_not_running_is_caught_once(make_repo, coord, worker,
+                                                         tmp_path: Path) -> None:
+    log = tmp_path / "notify.log"
+    repo, _ = _setup(make_repo, coord, worker, 3, log)
+    _deliver_many(repo, 2)
+    r = coord(repo, "watch", "--timeout", "1", "--interval", "0.2")
+    assert r.code == 0, r.stderr
+    assert sorted(d["task_id"] for d in _notified(log)) == ["t0", "t1"]
+    # A second run does not notify again for what it already saw.
+    r = coord(repo, "watch", "--timeout", "1", "--interval", "0.2")
+    assert r.code == 0 and len(_notified(log)) == 2
+
+
+def test_writes_outside_grants_and_during_freeze_become_events(make_repo, coord, worker,
+                                                               tmp_path: Path) -> None:
+    repo = make_repo({"f.txt": numbered(5), ".gitignore": "build/\n"})
+    assert coord(repo, "assign", "t1", "--title", "t", "--expect", "e", "--write", "src/**").code == 0
+    proc = subprocess.Popen([str(BIN / "coord"), "watch", "--timeout", "3", "--interval", "0.5"],
+                            cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(1.0)
+    write(repo, "src/ok.py", "x = 1\n")          # inside a grant: no event
+    write(repo, "stray.txt", "oops\n")          # outside every grant
+    write(repo, "build/out.o", "ignored\n")     # ignored by git: no event
+    proc.communicate(timeout=30)
+    events = coord(repo, "status").doc["events"]
+    paths = {(e["kind"], e["path"]) for e in events}
+    assert ("write-outside-grants", "stray.txt") in paths
+    assert not any(p in ("src/ok.py", "build/out.o") for _, p in paths)
+
+    assert coord(repo, "freeze").code == 0
+    proc = subprocess.Popen([str(BIN / "coord"), "watch", "--timeout", "2.5", "--interval", "0.5"],
+                            cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(1.0)
+    write(repo, "src/ok.py", "x = 2\n")
+    proc.communicate(timeout=30)
+    events = coord(repo, "status").doc["events"]
+    assert any(e["kind"] == "write-during-freeze" and e["path"] == "src/ok.py" for e in events)
+    assert git(repo, "status", "--porcelain")  # the tree itself is left alone
