@@ -50,15 +50,21 @@ def assign(ctx: Ctx, *, task_id: str | None, title: str, expect: str, writes: li
             _check_range(ctx, g)
     files = git.tracked_and_untracked(ctx.repo)
     serial = ctx.config.ownership.serial
+    # Matching grants against every file is the slow part: do it before taking the lock,
+    # then, under the lock, redo it only if the active grants changed meanwhile.
+    seen = store.load(ctx.lay)
+    sync_ranges(ctx.repo, seen)
+    clashes = find_conflicts(grants, exclusive, active_tasks(seen), files, serial)
     with store.transaction(ctx.lay) as state:
         sync_ranges(ctx.repo, state)
+        if _grant_key(state) != _grant_key(seen):
+            clashes = find_conflicts(grants, exclusive, active_tasks(state), files, serial)
         if task_id is None:
             while f"task-{state.next_task:03d}" in state.tasks:
                 state.next_task += 1
             task_id = f"task-{state.next_task:03d}"
         elif task_id in state.tasks:
             raise StateRefused(f"task {task_id} exists already ({state.tasks[task_id].state})")
-        clashes = find_conflicts(grants, exclusive, active_tasks(state), files, serial)
         if clashes:
             c = clashes[0]
             more = f" (and {len(clashes) - 1} more)" if len(clashes) > 1 else ""
@@ -73,6 +79,10 @@ def assign(ctx: Ctx, *, task_id: str | None, title: str, expect: str, writes: li
         if task_id == f"task-{state.next_task:03d}":
             state.next_task += 1
     return {"task": task.public(), "held_until_thaw": frozen}
+
+
+def _grant_key(state: State) -> list[tuple[str, bool, list[str]]]:
+    return sorted((t.id, t.exclusive, [str(g) for g in t.grants]) for t in active_tasks(state))
 
 
 def is_stale(task: Task, now: float | None = None) -> bool:

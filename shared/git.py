@@ -222,7 +222,7 @@ def index_dirty(repo: Path) -> list[str]:
 
 def tracked_and_untracked(repo: Path) -> list[str]:
     out = run(repo, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
-    return list(dict.fromkeys(os.fsdecode(p) for p in out.split(b"\0") if p))
+    return sorted({os.fsdecode(p) for p in out.split(b"\0") if p})
 
 
 def blob_at(repo: Path, rev: str, path: str) -> tuple[str, bytes] | None:

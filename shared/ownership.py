@@ -12,8 +12,10 @@ Rules (shared/SPEC.md, "Ownership rules"):
 
 from __future__ import annotations
 
+import bisect
 import fnmatch
 import functools
+import itertools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -79,10 +81,19 @@ def patterns_may_overlap(a: str, b: str) -> bool:
     return True
 
 
-def grant_files(grant: Grant, files: Iterable[str]) -> set[str]:
+def grant_files(grant: Grant, files: Sequence[str]) -> set[str]:
+    """The files a grant covers; `files` must be sorted (a literal prefix narrows the scan)."""
     if grant.kind == "range":
         return {grant.path}
-    return {f for f in files if glob_matches(grant.path, f)}
+    prefix = _literal_prefix(grant.path)
+    start = bisect.bisect_left(files, prefix)
+    out = set()
+    for f in itertools.islice(files, start, None):
+        if not f.startswith(prefix):
+            break
+        if glob_matches(grant.path, f):
+            out.add(f)
+    return out
 
 
 @dataclass(frozen=True)
@@ -102,6 +113,7 @@ def find_conflicts(
 ) -> list[Conflict]:
     """Every clash between `new_grants` and the grants of active tasks `others`."""
     found: list[Conflict] = []
+    files = sorted(files)
     new_files = [grant_files(g, files) for g in new_grants]
     for task in others:
         if not task.active:
