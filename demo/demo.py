@@ -95,6 +95,9 @@ def main() -> None:
     subprocess.run([*env_git, "commit", "-qm", "initial app"], cwd=repo, check=True)
     print(f"{BOLD}hunkwise demo{RESET} in {repo}")
 
+    say("Protect the shared tree: git hooks and an agent guard")
+    run(repo, "coord", "install-hooks", "--agent", "claude")
+
     say("The coordinator hands out tasks with line-range and path grants")
     run(repo, "coord", "assign", "greet", "--title", "Greet politely", "--expect",
         "greet() says Hello", "--write", "app.py:1-3", "--check", "python3 -c 'import app'")
@@ -112,12 +115,26 @@ def main() -> None:
     for tid in ("greet", "farewell", "task-001", "task-002"):
         s[tid] = session_of(run(repo, "worker", "start", tid, "--role", "build"))
 
+    say("The greeting is user-facing: the coordinator asks for a review audit")
+    run(repo, "coord", "audit", "greet", "--roles", "review")
+
     say("They edit the same working tree at once, and never stage or commit")
     edit(repo, "app.py", '"hi " + name', '"Hello, " + name')
     edit(repo, "app.py", '"bye " + name', '"Goodbye, " + name + "!"')
-    edit(repo, "app.py", "return text.upper()", 'return text.upper() + "!"')
     (repo / "version.py").write_text('VERSION = "1.0"\n')
     run(repo, "git", "status", "--short")
+
+    say("A worker about to lose its context leaves a checkpoint, then resumes from it")
+    run(repo, "worker", "checkpoint", "farewell", "--next",
+        "resume app.py at farewell() — context: wording agreed with the product owner",
+        session=s["farewell"])
+    run(repo, "worker", "start", "farewell", session=s["farewell"])
+
+    say("Another worker hands its task over to any build session")
+    run(repo, "worker", "handoff", "task-001", "--to", "build@*", "--next",
+        "make shout() end with an exclamation mark", session=s["task-001"])
+    s["task-001"] = session_of(run(repo, "worker", "start", "task-001", "--role", "build"))
+    edit(repo, "app.py", "return text.upper()", 'return text.upper() + "!"')
 
     say("Each worker drops a report into the inbox and stops")
     run(repo, "worker", "done", "greet", "--summary", "polite greeting",
@@ -127,14 +144,35 @@ def main() -> None:
     run(repo, "worker", "done", "task-002", "--commit-message", "Add version module",
         session=s["task-002"])
 
+    say("A careless worker tries whole-tree git commands")
+    run(repo, "git", "stash", ok=(1, 128))
+    run(repo, "git", "commit", "-am", "sweep everything up", ok=(1, 128))
+    run(repo, "git", "reset", "--hard", "-q", ok=(0, 128))
+    run(repo, "git", "status", "--short")
+    print("    (reset --hard rewrites the files before it moves HEAD: the hook refused the move,\n"
+          "     but the three tasks' reported edits in app.py are gone)")
+
+    say("The coordinator's status shows what was lost; restore brings it back from the snapshots")
+    run(repo, "coord", "status")
+    for tid in ("greet", "farewell", "task-001"):
+        run(repo, "coord", "restore", tid)
+    run(repo, "git", "diff", "--stat")
+
     say("At a safe checkpoint the coordinator reads the inbox")
     run(repo, "coord", "inbox")
-    for tid in ("greet", "farewell", "task-001", "task-002"):
+    run(repo, "coord", "next")
+    run(repo, "coord", "accept", "greet", ok=(1,))
+    reviewer = "sess-20260101-0000-review@demo"
+    run(repo, "worker", "review", "greet", "--verdict", "approve", "--notes",
+        "wording reads well", session=reviewer)
+    run(repo, "coord", "accept", "greet")
+    for tid in ("farewell", "task-001", "task-002"):
         run(repo, "coord", "next")
         run(repo, "coord", "accept", tid)
 
     say("Each commit holds exactly one task's lines")
     run(repo, "git", "log", "--reverse", "-p", "--format=%n%h %s%n%b", "HEAD~4..HEAD", "--", "app.py")
+    run(repo, "coord", "index")
     run(repo, "git", "status", "--short")
 
     say("A new batch: one worker is still busy when the release freezes")
