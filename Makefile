@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo bench smoke clean
+.PHONY: test demo bench smoke lint clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,11 @@ smoke: $(STAMP)
 
 bench: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python bench/run.py
+
+lint: $(STAMP)
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[test,lint]'
+	$(BIN)/ruff check shared inbox coordinator worker --select E,F,W,B,I --ignore E501
+	$(BIN)/mypy
 
 clean:
 	rm -rf $(VENV) build *.egg-info

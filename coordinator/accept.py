@@ -71,7 +71,7 @@ def plan_commit(ctx: Ctx, tv: TreeView, task_id: str) -> Plan:
             raise CheckFailed(f"{c.path}: HEAD + {task_id}'s hunks + the others' hunks does not "
                               "give the working tree's bytes; nothing committed")
         new_contents.append(new)
-    for c, oid in zip(split, git.hash_blobs(ctx.repo, new_contents)):
+    for c, oid in zip(split, git.hash_blobs(ctx.repo, new_contents), strict=True):
         entries[c.path] = (c.new_mode, oid)
     tree = git.build_tree(ctx.repo, tv.snap.head_tree, entries)
     got = {c.path for c in diff.diff_trees(ctx.repo, tv.snap.head_tree, tree)}

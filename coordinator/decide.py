@@ -61,7 +61,7 @@ def discard_entries(ctx: Ctx, tv: TreeView, task_id: str) -> dict[str, tuple[str
             entries[c.path] = None
         else:
             entries[c.path] = (c.old_mode, c.old_oid)
-    for c, oid in zip(split, git.hash_blobs(ctx.repo, contents)):
+    for c, oid in zip(split, git.hash_blobs(ctx.repo, contents), strict=True):
         entries[c.path] = (c.new_mode, oid)
     return entries
 

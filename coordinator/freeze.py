@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import getpass
 import hashlib
+import io
 import json
 import os
 import re
@@ -22,7 +23,7 @@ import threading
 import time
 from collections import deque
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from xml.sax.saxutils import quoteattr
 
 from shared import diff, git, store
@@ -119,11 +120,11 @@ def _run_streamed(cmd: str, cwd: Path, timeout: float, label: str) -> tuple[int,
         sys.stderr.write(f"[{label} {time.monotonic() - start:6.1f}s] {line}\n")
 
     def pump() -> None:
-        assert proc.stdout is not None
+        stream = cast(io.BufferedReader, proc.stdout)
         buf = b""
         cut = False
         while True:
-            chunk = proc.stdout.read1(65536)
+            chunk = stream.read1(65536)
             if not chunk:
                 break
             buf += chunk
@@ -135,7 +136,7 @@ def _run_streamed(cmd: str, cwd: Path, timeout: float, label: str) -> tuple[int,
                 buf, cut = buf[: MAX_LINE * 4], True
                 # Drop the rest of an endless line until its newline comes.
                 while True:
-                    more = proc.stdout.read1(65536)
+                    more = stream.read1(65536)
                     if not more:
                         break
                     if b"\n" in more:
@@ -181,7 +182,8 @@ def verify(ctx: Ctx, *, junit: str | None = None) -> dict[str, Any]:
     problems: list[str] = []
     results: list[dict[str, Any]] = []
     if fz is None:
-        doc = {"ok": False, "commit": git.head(ctx.repo), "problems": ["not frozen: run coord freeze first"],
+        doc: dict[str, Any] = {"ok": False, "commit": git.head(ctx.repo),
+                               "problems": ["not frozen: run coord freeze first"],
                "commands": []}
         return doc
     if not cfg.commands:

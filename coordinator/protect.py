@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import json
 import os
-from collections import Counter
 import shlex
 import stat
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -316,7 +316,7 @@ def _restore(ctx: Ctx, task_id: str) -> dict[str, Any]:
     from coordinator.review import newest_report
 
     state = store.load(ctx.lay)
-    task = get_task(state, task_id)
+    get_task(state, task_id)
     if state.freeze is not None:
         raise StateRefused("coord restore changes the tree, which a release freeze forbids")
     _e, report = newest_report(ctx, task_id)
@@ -368,7 +368,7 @@ def _restore(ctx: Ctx, task_id: str) -> dict[str, Any]:
             problems.append(f"{path}: changed by someone else since the report (whole file)")
     if problems:
         raise StateRefused(f"cannot restore {task_id}: " + "; ".join(problems[:10]))
-    for (path, mode), oid in zip(spliced, git.hash_blobs(ctx.repo, contents)):
+    for (path, mode), oid in zip(spliced, git.hash_blobs(ctx.repo, contents), strict=True):
         entries[path] = (mode, oid)
     if entries:
         write_entries(ctx.repo, entries, expect=expect)

@@ -68,7 +68,7 @@ def _revert(ctx: Ctx, task_id: str) -> dict[str, Any]:
             kept.append((c.path, c.new_mode))
         if problems:
             raise StateRefused(f"cannot revert {task_id}: " + "; ".join(problems[:10]))
-        for (path, mode), oid in zip(kept, git.hash_blobs(ctx.repo, contents)):
+        for (path, mode), oid in zip(kept, git.hash_blobs(ctx.repo, contents), strict=True):
             entries[path] = (mode, oid)
         tree = git.build_tree(ctx.repo, git.head_tree(ctx.repo), entries)
         subject = git.run(ctx.repo, "log", "-1", "--format=%s", commit).decode().strip()

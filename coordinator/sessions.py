@@ -130,12 +130,13 @@ def _table(header: list[str], rows: list[list[object]]) -> list[str]:
 
 def render_index(state: State, now: float | None = None) -> str:
     now = now or time.time()
-    live, stale = [], []
+    live: list[list[object]] = []
+    stale: list[list[object]] = []
     for t in sorted(state.tasks.values(), key=lambda t: t.id):
         c = t.claim
         if c is None:
             continue
-        row = [c.session, t.id, t.state, ", ".join(str(g) for g in t.grants), iso(c.opened),
+        row: list[object] = [c.session, t.id, t.state, ", ".join(str(g) for g in t.grants), iso(c.opened),
                f"{now - c.heartbeat:.0f}s"]
         (stale if now - c.heartbeat > c.ttl else live).append(row)
     lines = ["# Session index", "", f"Generated {iso(now)} from the coordinator state "

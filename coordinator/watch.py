@@ -17,7 +17,6 @@ import queue
 import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import inbox

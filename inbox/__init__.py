@@ -1,8 +1,8 @@
 """The Maildir-style report inbox that workers deliver into and the coordinator reads."""
 
 from .maildir import (
-    Entry,
     MAX_REPORT_BYTES,
+    Entry,
     archive,
     deliver,
     entries,

@@ -35,7 +35,7 @@ def fail(err: CoordError | Exception, as_json: bool, prog: str) -> int:
 def table(rows: Sequence[Sequence[Any]], header: Sequence[str]) -> str:
     cells = [[str(c) for c in header]] + [[("-" if c is None else str(c)) for c in r] for r in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells)
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)).rstrip() for r in cells)
 
 
 def clip(text: str, n: int = 60) -> str:

@@ -17,7 +17,7 @@ import fnmatch
 import functools
 import itertools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from .diff import FileChange, Hunk
@@ -73,7 +73,7 @@ def patterns_may_overlap(a: str, b: str) -> bool:
     """
     sa = [x for x in a.strip("/").split("/") if x]
     sb = [x for x in b.strip("/").split("/") if x]
-    for x, y in zip(sa, sb):
+    for x, y in zip(sa, sb, strict=False):
         if x == "**" or y == "**":
             return True
         if _segments_disjoint(x, y):
@@ -120,7 +120,7 @@ def find_conflicts(
             continue
         for theirs in task.grants:
             their_files = grant_files(theirs, files)
-            for ours, our_files in zip(new_grants, new_files):
+            for ours, our_files in zip(new_grants, new_files, strict=False):
                 hit = _clash(ours, our_files, theirs, their_files,
                              exclusive or task.exclusive, serial)
                 if hit is not None:

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from pathlib import Path
 
 from .context import session_role
 from .errors import UsageError
-from pathlib import Path
-
 from .models import Checkpoint, Signal, SignalType, State
 from .store import now
 
@@ -76,6 +75,7 @@ def save_handoff(root: Path, cp: Checkpoint) -> Path:
     """Write a handoff file (JSON) under the state directory; return its path."""
     import json
     import secrets
+
     from .store import atomic_write
 
     d = root / "handoffs"

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from . import diff, git
 from .diff import FileChange
+from .errors import GitError
 from .models import ChangeEntry, HunkEntry, State, Task, TaskState, report_path
 from .ownership import Attribution, attribute, map_range
 
@@ -61,7 +62,7 @@ def to_entries(changes: Sequence[FileChange]) -> list[ChangeEntry]:
         if c.path in used or any(e.kind == "renamed" and e.path == c.path for e in entries):
             continue
         entries.append(ChangeEntry(
-            path=report_path(c.path), kind=c.kind,  # type: ignore[arg-type]
+            path=report_path(c.path), kind=c.kind,
             old_mode=None if c.old_mode == "000000" else c.old_mode,
             new_mode=None if c.new_mode == "000000" else c.new_mode,
             old_oid=None if c.old_oid == diff.NULL_OID else c.old_oid,
@@ -119,7 +120,7 @@ def sync_ranges(repo: Path, state: State, owner_commit: tuple[str, str] | None =
         return True
     try:
         changes = diff.diff_trees(repo, old, head, paths)
-    except git.GitError:
+    except GitError:
         return True  # the old commit is gone (history rewritten): keep ranges as they are
     by_path = {c.path: c for c in changes}
     owner = owner_commit[0] if owner_commit else None

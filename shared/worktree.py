@@ -26,7 +26,7 @@ def current_oids(repo: Path, paths: list[str]) -> dict[str, str | None]:
     if existing:
         out = git.run(repo, "hash-object", "--stdin-paths",
                       input=("\n".join(existing) + "\n").encode())
-        result.update(zip(existing, out.decode().split()))
+        result.update(zip(existing, out.decode().split(), strict=True))
     return result
 
 

@@ -15,8 +15,18 @@ from shared import git, store
 from shared.checks import run_checks
 from shared.context import Ctx, check_session, env_session, get_task, iso, new_session
 from shared.errors import CheckFailed, StateRefused, UsageError
-from shared.models import (Claim, Overlap, ProposedCommit, Report, Signal, SignalType, State,
-                           Task, TaskState, report_path)
+from shared.models import (
+    Claim,
+    Overlap,
+    ProposedCommit,
+    Report,
+    Signal,
+    SignalType,
+    State,
+    Task,
+    TaskState,
+    report_path,
+)
 from shared.tree import active_tasks, patch_digest, sync_ranges, to_entries, view
 
 STARTABLE = (TaskState.ASSIGNED, TaskState.CHANGES_REQUESTED)
@@ -102,6 +112,7 @@ def start(ctx: Ctx, task_id: str, *, session: str | None, role: str) -> dict[str
             task.session = sess
             task.claim = Claim(session=sess, opened=now, heartbeat=now, ttl=ttl)
             task.updated_at = now
+        assert sess is not None
         state.sessions[sess] = now
         sync_ranges(ctx.repo, state)
         cp = state.checkpoints.get(f"{sess}|{task_id}")
@@ -160,7 +171,7 @@ def _report(ctx: Ctx, task_id: str, *, status: str, session: str | None, summary
         now = store.now()
         task.revision += 1
         report = Report(
-            schema_version=1, task_id=task_id, status=status,  # type: ignore[arg-type]
+            schema_version=1, task_id=task_id, status=status,
             session=sess, created_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds"),
             base_commit=tv.snap.head, title=task.title, expect=task.expect, summary=summary,
             changes=entries, patch_sha256=patch_digest(entries), snapshot=tv.snap.tree,

@@ -11,8 +11,16 @@ import inbox
 from shared import git, store
 from shared.context import Ctx, check_session, env_session, get_task, iso, session_role
 from shared.errors import StateRefused, UsageError
-from shared.models import (Checkpoint, Decision, ProposedCommit, Report, SignalType, State,
-                           Task, TaskState)
+from shared.models import (
+    Checkpoint,
+    Decision,
+    ProposedCommit,
+    Report,
+    SignalType,
+    State,
+    Task,
+    TaskState,
+)
 from shared.signals import ack, check_target, check_type, pending_for, save_handoff, send
 from shared.tree import active_tasks, view
 
@@ -156,7 +164,7 @@ def review(ctx: Ctx, task_id: str, *, session: str | None, verdict: str, notes: 
             changes=[], patch_sha256="0" * 64, snapshot="", revision=rev,
             report_id=f"rev-{task_id}-r{rev}-{role}-{secrets.token_hex(4)}", checks=[],
             overlaps=[], unfinished=[], proposed_commit=ProposedCommit(subject=f"{role}: {verdict}"),
-            kind="review", role=role, verdict=verdict)  # type: ignore[arg-type]
+            kind="review", role=role, verdict=verdict)
         path = inbox.deliver(ctx.lay.inbox, report.model_dump_json().encode(), task_id, rev)
         task.audit[role] = "approved" if verdict == "approve" else "changes"
         send(state, sender=s, to="coordinator@*", kind=SignalType.REVIEWED, about=task_id,
@@ -174,7 +182,7 @@ def ask(ctx: Ctx, task_id: str, *, session: str | None, question: str, kind: str
         get_task(state, task_id)
         day = dt.datetime.now().strftime("%Y%m%d")
         dec = Decision(id=state.next_id("dec", day), task=task_id, session=s, question=question,
-                       kind=kind, asked_at=store.now(), batch=state.batch)  # type: ignore[arg-type]
+                       kind=kind, asked_at=store.now(), batch=state.batch)
         state.decisions.append(dec)
         send(state, sender=s, to="supervisor@*", kind=SignalType.DECISION, about=dec.id,
              payload=question)
