@@ -8,7 +8,7 @@ from coordinator.accept import reset_index_paths
 from shared import diff, git, store
 from shared.context import Ctx, get_task
 from shared.errors import StateRefused, UsageError
-from shared.models import TaskState
+from shared.models import Note, TaskState
 from shared.tree import sync_ranges
 from shared.worktree import current_oids, write_entries
 
@@ -50,6 +50,7 @@ def _revert(ctx: Ctx, task_id: str) -> dict[str, Any]:
             else:
                 entries[c.path] = None if c.status == "A" else (c.old_mode, c.old_oid)
         kept: list[tuple[str, str]] = []
+        moved_by_path: dict[str, list[diff.Hunk]] = {}
         for c in split:
             inv = [diff.inverse(h) for h in c.hunks]
             through = later[c.path].hunks if c.path in later else []
@@ -66,6 +67,7 @@ def _revert(ctx: Ctx, task_id: str) -> dict[str, Any]:
                 problems.append(f"{c.path}: {e}")
                 continue
             kept.append((c.path, c.new_mode))
+            moved_by_path[c.path] = moved
         if problems:
             raise StateRefused(f"cannot revert {task_id}: " + "; ".join(problems[:10]))
         for (path, mode), oid in zip(kept, git.hash_blobs(ctx.repo, contents), strict=True):
@@ -79,7 +81,7 @@ def _revert(ctx: Ctx, task_id: str) -> dict[str, Any]:
         if rc != 0:
             raise StateRefused("HEAD moved while reverting; try again")
         warning = reset_index_paths(ctx, entries)
-        tree_left = _update_tree(ctx, head, entries)
+        tree_left = _update_tree(ctx, head, entries, moved_by_path)
         sync_ranges(ctx.repo, state)
         task.notes.append(_note_reverted(new))
         store.save(ctx.lay, state)
@@ -87,24 +89,46 @@ def _revert(ctx: Ctx, task_id: str) -> dict[str, Any]:
             "tree_left": tree_left, "warnings": [warning] if warning else []}
 
 
-def _update_tree(ctx: Ctx, old_head: str, entries: dict[str, tuple[str, str] | None]) -> list[str]:
-    """Bring the reverted paths of the working tree along where nobody edited them since.
+def _update_tree(ctx: Ctx, old_head: str, entries: dict[str, tuple[str, str] | None],
+                 moved: dict[str, list[diff.Hunk]]) -> list[str]:
+    """Bring the reverted paths of the working tree along, keeping everyone's edits.
 
-    A path with uncommitted edits keeps them untouched (and so still shows the task's lines
-    as a change against the new HEAD); the caller names those paths.
+    A path nobody edited since gets the new blob; a text file with uncommitted edits gets
+    the same inverse hunks carried across those edits. Where they touch the same lines,
+    the file is left as it is and named to the caller.
     """
-    now = current_oids(ctx.repo, list(entries))
-    old = {}
+    now = current_oids(ctx.repo, list(entries), write=True)
+    old: dict[str, str | None] = {}
     for path in entries:
-        found = git.run_rc(ctx.repo, "rev-parse", "-q", "--verify", f"{old_head}:{path}")
-        old[path] = found[1].decode().strip() if found[0] == 0 else None
+        rc, out = git.run_rc(ctx.repo, "rev-parse", "-q", "--verify", f"{old_head}:{path}")
+        old[path] = out.decode().strip() if rc == 0 else None
     clean = {p: e for p, e in entries.items() if now.get(p) == old[p]}
-    if clean:
-        write_entries(ctx.repo, clean, expect={p: old[p] for p in clean})
-    return sorted(set(entries) - set(clean))
+    dirty = [p for p in entries if p not in clean and p in moved and now.get(p) and old[p]]
+    left = sorted(set(entries) - set(clean) - set(dirty))
+    contents: list[bytes] = []
+    carried: list[tuple[str, str]] = []
+    if dirty:
+        blobs = git.cat_blobs(ctx.repo, [now[p] or "" for p in dirty])
+        for p in dirty:
+            w_oid = now[p] or ""
+            edits = diff.blob_hunks(ctx.repo, old[p] or "", w_oid)
+            hunks, clashes = diff.carry(moved[p], edits)
+            if clashes:
+                left.append(p)
+                continue
+            try:
+                contents.append(diff.splice(blobs[w_oid], hunks))
+            except ValueError:
+                left.append(p)
+                continue
+            carried.append((p, (entries[p] or ("100644", ""))[0]))
+    new = dict(clean)
+    for (p, mode), oid in zip(carried, git.hash_blobs(ctx.repo, contents), strict=True):
+        new[p] = (mode, oid)
+    if new:
+        write_entries(ctx.repo, new, expect={p: (now[p] if p not in clean else old[p]) for p in new})
+    return sorted(left)
 
 
-def _note_reverted(commit: str):  # type: ignore[no-untyped-def]
-    from shared.models import Note
-
+def _note_reverted(commit: str) -> Note:
     return Note(at=store.now(), by="coordinator", kind="reverted", text=f"reverted by {commit}")

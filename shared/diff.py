@@ -351,3 +351,10 @@ def carry(hunks: Sequence[Hunk], through: Sequence[Hunk]) -> tuple[list[Hunk], l
         else:
             moved.extend(shift_hunks([h], through))
     return moved, clashes
+
+
+def blob_hunks(repo: Path, old_oid: str, new_oid: str) -> list[Hunk]:
+    """-U0 hunks between two blobs, with the same pinned options as tree diffs."""
+    patch = git.run(repo, "diff", "-U0", "--text", *git.DIFF_PINS, old_oid, new_oid)
+    parsed = parse_patch(patch)
+    return next(iter(parsed.values()), (False, []))[1]

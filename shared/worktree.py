@@ -10,21 +10,24 @@ from pathlib import Path
 from . import git
 
 
-def current_oids(repo: Path, paths: list[str]) -> dict[str, str | None]:
-    """What each path of the working tree would hash to (clean filters applied)."""
+def current_oids(repo: Path, paths: list[str], write: bool = False) -> dict[str, str | None]:
+    """What each path of the working tree hashes to (clean filters applied).
+
+    `write` also stores the blobs, for callers that read them back.
+    """
     result: dict[str, str | None] = {}
     existing = []
     for p in paths:
         full = repo / p
         if full.is_symlink():
-            result[p] = git.run(repo, "hash-object", "--stdin",
+            result[p] = git.run(repo, "hash-object", *(["-w"] if write else []), "--stdin",
                                 input=os.fsencode(os.readlink(full))).decode().strip()
         elif full.is_file():
             existing.append(p)
         else:
             result[p] = None
     if existing:
-        out = git.run(repo, "hash-object", "--stdin-paths",
+        out = git.run(repo, "hash-object", *(["-w"] if write else []), "--stdin-paths",
                       input=("\n".join(existing) + "\n").encode())
         result.update(zip(existing, out.decode().split(), strict=True))
     return result
