@@ -172,6 +172,9 @@ def _accept(ctx: Ctx, task_id: str, *, message: str | None, recheck: bool | None
                                commit, head or "0" * 40,
                                env={"HUNKWISE_COORDINATOR": "1"})
             if rc != 0:
+                if git.head(ctx.repo) == head:
+                    raise StateRefused(f"git refused to move HEAD for {task_id} (a "
+                                       "reference-transaction hook?); nothing committed")
                 continue  # HEAD moved since the snapshot: start over
             task = state.tasks[task_id]
             task.state = TaskState.ACCEPTED

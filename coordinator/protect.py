@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import stat
 import sys
@@ -52,6 +53,14 @@ _REF_TX = f"""#!/bin/sh
 input=$(cat)
 if [ "$1" = prepared ] && [ "$HUNKWISE_COORDINATOR" != 1 ]; then
   echo "$input" | while read -r old new ref; do
+    # Updates that move nothing pass: a reset to the same commit, and pack-refs (git gc),
+    # which writes a ref into packed-refs at its current value, then drops the loose copy.
+    [ "$old" = "$new" ] && continue
+    [ "$(git rev-parse -q --verify "$ref" 2>/dev/null)" = "$new" ] && continue
+    case "$new" in
+      *[!0]*) ;;
+      *) grep -qx "$old $ref" "$(git rev-parse --git-common-dir)/packed-refs" 2>/dev/null && continue;;
+    esac
     case "$ref" in
       HEAD|refs/heads/*|refs/stash)
         echo "hunkwise: refusing to move $ref: this tree is shared by several workers;" >&2
@@ -80,6 +89,10 @@ def _ours(path: Path) -> bool:
 
 
 def install_hooks(ctx: Ctx, agent: str | None) -> dict[str, Any]:
+    if agent is not None:
+        if agent != "claude":
+            raise UsageError(f"unknown --agent {agent!r}: supported: claude")
+        _claude_hooks(_settings_path(ctx), _load_settings(_settings_path(ctx)))  # fail before writing
     d = hooks_dir(ctx)
     d.mkdir(parents=True, exist_ok=True)
     installed, chained = [], []
@@ -96,8 +109,6 @@ def install_hooks(ctx: Ctx, agent: str | None) -> dict[str, Any]:
         installed.append(str(path))
     doc: dict[str, Any] = {"hooks": installed, "chained": chained}
     if agent is not None:
-        if agent != "claude":
-            raise UsageError(f"unknown --agent {agent!r}: supported: claude")
         doc["agent"] = str(install_claude(ctx))
     return doc
 
@@ -144,10 +155,7 @@ def install_claude(ctx: Ctx) -> Path:
     """Merge our PreToolUse hook into .claude/settings.local.json, keeping everything else."""
     path = _settings_path(ctx)
     data = _load_settings(path)
-    hooks = data.setdefault("hooks", {})
-    pre = hooks.setdefault("PreToolUse", [])
-    if not isinstance(hooks, dict) or not isinstance(pre, list):
-        raise UsageError(f"{path}: hooks.PreToolUse is not a list; nothing was changed")
+    pre = _claude_hooks(path, data)
     entry = {"matcher": "Bash", "hooks": [{"type": "command", "command": _guard_command()}]}
     pre[:] = [e for e in pre if not _is_ours(e)] + [entry]
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -167,6 +175,17 @@ def _exclude(ctx: Ctx, pattern: str) -> None:
             f.write(("" if not text or text.endswith("\n") else "\n") + pattern + "\n")
 
 
+def _claude_hooks(path: Path, data: dict[str, Any]) -> list[Any]:
+    """The PreToolUse list of a settings document, created if absent; refuse odd shapes."""
+    hooks = data.setdefault("hooks", {})
+    if not isinstance(hooks, dict):
+        raise UsageError(f"{path}: \"hooks\" is not a JSON object; nothing was changed")
+    pre = hooks.setdefault("PreToolUse", [])
+    if not isinstance(pre, list):
+        raise UsageError(f"{path}: \"hooks.PreToolUse\" is not a list; nothing was changed")
+    return pre
+
+
 def _is_ours(entry: Any) -> bool:
     return isinstance(entry, dict) and any(
         isinstance(h, dict) and str(h.get("command", "")).endswith(" guard")
@@ -178,7 +197,8 @@ def uninstall_claude(ctx: Ctx) -> str | None:
     if not path.exists():
         return None
     data = _load_settings(path)
-    pre = data.get("hooks", {}).get("PreToolUse")
+    hooks = data.get("hooks")
+    pre = hooks.get("PreToolUse") if isinstance(hooks, dict) else None
     if not isinstance(pre, list) or not any(_is_ours(e) for e in pre):
         return None
     pre[:] = [e for e in pre if not _is_ours(e)]
@@ -211,9 +231,28 @@ _INSTEAD = ("this tree is shared with other workers. Edit files within your gran
             "coordinator stages and commits. To undo your own edit, edit the lines back.")
 
 
-def git_danger(command: str) -> str | None:
+_SUBST = re.compile(r"\$\(([^()]*)\)|`([^`]*)`")
+_SHELLS = {"sh", "bash", "zsh", "dash", "ksh"}
+
+
+def git_danger(command: str, depth: int = 0) -> str | None:
     """Why a shell command line would destroy or sweep up shared work, or None."""
+    if depth > 4:
+        return None
+    for m in _SUBST.finditer(command):  # $(...) and `...` run too
+        why = git_danger(m.group(1) or m.group(2) or "", depth + 1)
+        if why:
+            return why
     for seg in _segments(command):
+        flags = [i for i, a in enumerate(seg[1:], 1) if a.startswith("-") and not
+                 a.startswith("--") and "c" in a]
+        if seg and os.path.basename(seg[0]) in _SHELLS and flags:
+            i = flags[0]
+            if i + 1 < len(seg):
+                why = git_danger(seg[i + 1], depth + 1)
+                if why:
+                    return why
+            continue
         if not seg or os.path.basename(seg[0]) != "git":
             continue
         args = seg[1:]
@@ -247,8 +286,9 @@ def git_danger(command: str) -> str | None:
 
 def _segments(command: str) -> list[list[str]]:
     """Split a shell line into simple commands (on ; && || | and newlines)."""
+    command = command.replace("\r", "\n").replace("\n", " ; ")
     try:
-        lex = shlex.shlex(command, posix=True, punctuation_chars=";&|")
+        lex = shlex.shlex(command, posix=True, punctuation_chars=";&|()")
         lex.whitespace_split = True
         tokens = list(lex)
     except ValueError:
@@ -275,8 +315,11 @@ def guard(stdin_text: str) -> tuple[int, str]:
         data = json.loads(stdin_text or "{}")
     except ValueError:
         return 0, ""  # not ours to judge
-    tool = data.get("tool_name") if isinstance(data, dict) else None
-    cmd = (data.get("tool_input") or {}).get("command") if isinstance(data, dict) else None
+    if not isinstance(data, dict):
+        return 0, ""
+    tool = data.get("tool_name")
+    tool_input = data.get("tool_input")
+    cmd = tool_input.get("command") if isinstance(tool_input, dict) else None
     if tool != "Bash" or not isinstance(cmd, str):
         return 0, ""
     why = git_danger(cmd)
