@@ -463,7 +463,9 @@ def main() -> None:
         sys.exit(fail(UsageError(e.format_message()), as_json, "coord"))
     except KeyboardInterrupt:
         sys.exit(130)
-    except Exception as e:  # noqa: BLE001 - a bug: say so in one line, keep the trace on stderr
+    except Exception as e:
+        if type(e).__name__ == "ValidationError":
+            sys.exit(fail(e, as_json, "coord"))  # noqa: BLE001 - a bug: say so in one line, keep the trace on stderr
         import traceback
 
         traceback.print_exc()

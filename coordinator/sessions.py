@@ -12,6 +12,7 @@ from shared import store
 from shared.context import Ctx, env_session, get_task, iso, machine_name
 from shared.errors import StateRefused, UsageError
 from shared.models import Checkpoint, SignalType, State, TaskState
+from shared.output import printable
 from shared.signals import save_handoff, send
 from shared.tree import active_tasks, view
 
@@ -112,8 +113,7 @@ _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~])")
 
 def md_cell(text: object) -> str:
     """One safe table cell: no newlines, pipes, HTML, or control characters survive."""
-    s = "" if text is None else str(text)
-    s = "".join(ch if ch >= " " and ch != "\x7f" else " " for ch in s)
+    s = printable("" if text is None else str(text))
     s = " ".join(s.split())
     s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     s = _MD_SPECIAL.sub(r"\\\1", s)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import unicodedata
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -16,7 +17,8 @@ def emit(doc: dict[str, Any], as_json: bool, human: Callable[[dict[str, Any]], s
     if as_json:
         sys.stdout.write(json.dumps(doc, indent=2, sort_keys=False, default=str) + "\n")
     else:
-        text = human(doc)
+        # Human text carries strings workers wrote: never let them drive the terminal.
+        text = "\n".join(printable(line) for line in human(doc).split("\n"))
         if text:
             sys.stdout.write(text.rstrip("\n") + "\n")
     sys.stdout.flush()
@@ -25,6 +27,11 @@ def emit(doc: dict[str, Any], as_json: bool, human: Callable[[dict[str, Any]], s
 def fail(err: CoordError | Exception, as_json: bool, prog: str) -> int:
     code = err.exit_code if isinstance(err, CoordError) else 2
     message = err.message if isinstance(err, CoordError) else str(err)
+    if type(err).__name__ == "ValidationError" and hasattr(err, "errors"):
+        first = err.errors()[0]  # a value over a size limit, say: one line, exit 2
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        message = f"invalid {where or 'input'}: {first.get('msg', 'rejected')}"
+    message = printable(message)
     message = " ".join(message.split("\n"))
     if as_json:
         sys.stdout.write(json.dumps({"error": {"code": code, "message": message}}) + "\n")
@@ -32,12 +39,20 @@ def fail(err: CoordError | Exception, as_json: bool, prog: str) -> int:
     return code
 
 
+def printable(text: str) -> str:
+    """Text safe for a terminal or a table cell: control and format characters (C0, C1,
+    escape sequences, bidi overrides, line separators) become spaces."""
+    return "".join(" " if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp") else ch
+                   for ch in text)
+
+
 def table(rows: Sequence[Sequence[Any]], header: Sequence[str]) -> str:
-    cells = [[str(c) for c in header]] + [[("-" if c is None else str(c)) for c in r] for r in rows]
+    cells = [[str(c) for c in header]] + [[printable("-" if c is None else str(c)) for c in r]
+                                          for r in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)).rstrip() for r in cells)
 
 
 def clip(text: str, n: int = 60) -> str:
-    text = " ".join(str(text).split())
+    text = " ".join(printable(str(text)).split())
     return text if len(text) <= n else text[: n - 1] + "…"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .context import session_role
 from .errors import UsageError
-from .models import Checkpoint, Signal, SignalType, State
+from .models import SESSION_RE, Checkpoint, Signal, SignalType, State
 from .store import now
 
 _TARGET_RE = re.compile(r"^(\*|sess-\d{8}-\d{4}-[A-Za-z0-9_.-]{1,64}@[A-Za-z0-9_.-]{1,64}|"
@@ -21,6 +21,11 @@ _TARGET_RE = re.compile(r"^(\*|sess-\d{8}-\d{4}-[A-Za-z0-9_.-]{1,64}@[A-Za-z0-9_
 
 
 def check_target(to: str) -> str:
+    # A target that looks like a session id must be one: a mistyped id would otherwise
+    # pass as a role name and reach nobody.
+    if to.startswith("sess-") and not SESSION_RE.fullmatch(to):
+        raise UsageError(f"malformed session id {to!r} as signal target: expected "
+                         "sess-YYYYMMDD-HHMM-<role>@<machine>")
     if not _TARGET_RE.fullmatch(to or ""):
         raise UsageError(f"malformed signal target {to!r}: a session id, <role>@<machine> or *")
     return to

@@ -48,11 +48,20 @@ def start(task_id: str, session: str | None, role: str, as_json: bool, repo: str
 
     def human(d: dict[str, Any]) -> str:
         t = d["task"]
-        lines = [f"session: {d['session']}", f"export COORD_SESSION={d['session']}",
-                 f"{t['id']}: {t['title']}", f"expect: {t['expect']}",
-                 "write: " + ", ".join(t["grants"])]
+        lines = []
+        cp = d["checkpoint"]
+        if cp:  # before anything else: where the last session stopped
+            lines += [f"{cp['kind']} from {cp['session']}: {cp['next']}"]
+            lines += [f"  context: {cp['context']}"] if cp["context"] else []
+            lines += [f"  files: {', '.join(cp['files'])}"] if cp["files"] else []
+            lines += [f"  commit: {c}" for c in cp["commits"][:10]]
+        lines += [f"session: {d['session']}", f"export COORD_SESSION={d['session']}",
+                  f"{t['id']}: {t['title']}", f"expect: {t['expect']}",
+                  "write: " + ", ".join(t["grants"])]
         lines += [f"check: {c}" for c in t["checks"]]
         lines += [f"note ({n['kind']} by {n['by']}): {n['text']}" for n in d["notes"]]
+        lines += [f"signal {s['id']} {s['type']} from {s['from']} about {s['about']}: {s['payload']}"
+                  for s in d["signals"]]
         lines.append("never stage or commit; when finished: worker done " + t["id"])
         return "\n".join(lines)
 
@@ -241,7 +250,9 @@ def main() -> None:
         sys.exit(fail(UsageError(e.format_message()), as_json, "worker"))
     except KeyboardInterrupt:
         sys.exit(130)
-    except Exception as e:  # noqa: BLE001 - a bug: say so in one line, keep the trace on stderr
+    except Exception as e:
+        if type(e).__name__ == "ValidationError":
+            sys.exit(fail(e, as_json, "worker"))  # noqa: BLE001 - a bug: say so in one line, keep the trace on stderr
         import traceback
 
         traceback.print_exc()

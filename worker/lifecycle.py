@@ -27,6 +27,7 @@ from shared.models import (
     TaskState,
     report_path,
 )
+from shared.signals import send
 from shared.tree import active_tasks, patch_digest, sync_ranges, to_entries, view
 
 STARTABLE = (TaskState.ASSIGNED, TaskState.CHANGES_REQUESTED)
@@ -183,6 +184,13 @@ def _report(ctx: Ctx, task_id: str, *, status: str, session: str | None, summary
         path = inbox.deliver(ctx.lay.inbox, report.model_dump_json().encode(), task_id, task.revision)
         task.state = TaskState.REPORTED
         task.last_report = path.name
+        if status == "done" and any(v != "pending" for v in task.audit.values()):
+            # New work needs a new look: verdicts were about the previous revision.
+            for role in task.audit:
+                task.audit[role] = "pending"
+                send(state, sender=sess or "worker", to=f"{role}@*",
+                     kind=SignalType.READY_FOR_REVIEW, about=task_id,
+                     payload=f"revision {task.revision} of {task_id}: {task.title}")
         task.updated_at = now
         if task.claim:
             task.claim = task.claim.model_copy(update={"heartbeat": now})

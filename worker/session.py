@@ -50,6 +50,15 @@ def _refuse_if_frozen(state: State, what: str) -> None:
                            f"{iso(fz.at)} by {fz.by}; wait for coord thaw")
 
 
+def touch(state: State, session: str) -> None:
+    """Every worker command is a heartbeat for the claims its session holds."""
+    now = store.now()
+    state.sessions[session] = now
+    for t in state.tasks.values():
+        if t.claim is not None and t.claim.session == session:
+            t.claim = t.claim.model_copy(update={"heartbeat": now})
+
+
 def heartbeat(ctx: Ctx, task_id: str, *, session: str | None) -> dict[str, Any]:
     with store.transaction(ctx.lay) as state:
         task = get_task(state, task_id)
@@ -83,7 +92,9 @@ def checkpoint(ctx: Ctx, task_id: str, *, session: str | None, next_step: str,
     commits = commits_since(ctx, task.claim.opened if task.claim else 0)
     with store.transaction(ctx.lay) as state:
         task = get_task(state, task_id)
+        _refuse_if_frozen(state, f"worker checkpoint {task_id}")
         s = _holder_session(task, s)
+        touch(state, s)
         cp = Checkpoint(task=task_id, session=s, at=store.now(), next=next_step, context=context,
                         files=files, commits=commits)
         state.checkpoints[f"{s}|{task_id}"] = cp
@@ -125,6 +136,8 @@ def signal(ctx: Ctx, *, session: str | None, to: str, kind: str, about: str,
     s = _need_session(session)
     t = check_type(kind)
     with store.transaction(ctx.lay) as state:
+        _refuse_if_frozen(state, "worker signal")
+        touch(state, s)
         sig = send(state, sender=s, to=to, kind=t, about=about, payload=payload)
     return {"signal": sig.public()}
 
@@ -137,7 +150,7 @@ def signals(ctx: Ctx, *, session: str | None, do_ack: bool) -> dict[str, Any]:
         if do_ack:
             for sig in mine:
                 ack(sig, s)
-        state.sessions[s] = store.now()
+        touch(state, s)
     return {"session": s, "signals": out, "acked": do_ack}
 
 
@@ -150,6 +163,8 @@ def review(ctx: Ctx, task_id: str, *, session: str | None, verdict: str, notes: 
     with store.locked(ctx.lay):
         state = store.load(ctx.lay)
         task = get_task(state, task_id)
+        _refuse_if_frozen(state, f"worker review {task_id}")
+        touch(state, s)
         if role not in task.audit:
             asked = ", ".join(sorted(task.audit)) or "none"
             raise StateRefused(f"{task_id} asks no audit of role {role!r} (asked: {asked})")
@@ -180,6 +195,8 @@ def ask(ctx: Ctx, task_id: str, *, session: str | None, question: str, kind: str
         raise UsageError("--question must ask something")
     with store.transaction(ctx.lay) as state:
         get_task(state, task_id)
+        _refuse_if_frozen(state, f"worker ask {task_id}")
+        touch(state, s)
         day = dt.datetime.now().strftime("%Y%m%d")
         dec = Decision(id=state.next_id("dec", day), task=task_id, session=s, question=question,
                        kind=kind, asked_at=store.now(), batch=state.batch)
