@@ -173,21 +173,26 @@ def cat_blobs(repo: Path, oids: Sequence[str]) -> dict[str, bytes]:
 
 
 def hash_blobs(repo: Path, contents: Sequence[bytes]) -> list[Sha]:
-    """Write blobs exactly as given (no filters) with one `hash-object` process."""
+    """Write blobs exactly as given (no filters) with one process.
+
+    `fast-import` streams them from memory into one pack: for hundreds of blobs an order
+    of magnitude faster than temp files for `hash-object --stdin-paths`.
+    """
     if not contents:
         return []
+    if len(contents) == 1:
+        return [Sha(run(repo, "hash-object", "-w", "--no-filters", "--stdin",
+                        input=contents[0]).decode().strip())]
     import tempfile
 
-    with tempfile.TemporaryDirectory(prefix="hunkwise-blobs-") as tmp:
-        names = []
-        for i, data in enumerate(contents):
-            name = os.path.join(tmp, str(i))
-            with open(name, "wb") as f:
-                f.write(data)
-            names.append(name)
-        out = run(repo, "hash-object", "-w", "--no-filters", "--stdin-paths",
-                  input=("\n".join(names) + "\n").encode())
-    return [Sha(x) for x in out.decode().split()]
+    stream = b"".join(b"blob\nmark :%d\ndata %d\n" % (i + 1, len(d)) + d + b"\n"
+                      for i, d in enumerate(contents))
+    with tempfile.TemporaryDirectory(prefix="hunkwise-marks-", dir=git_dir(repo)) as tmp:
+        marks = os.path.join(tmp, "marks")
+        run(repo, "fast-import", "--quiet", f"--export-marks={marks}", input=stream)
+        with open(marks, "rb") as f:
+            table = dict(line.split(b" ", 1) for line in f.read().split(b"\n") if line)
+    return [Sha(table[b":%d" % (i + 1)].decode().strip()) for i in range(len(contents))]
 
 
 def build_tree(repo: Path, base: str, entries: Mapping[str, tuple[str, str] | None]) -> Sha:
