@@ -74,7 +74,7 @@ def plan_commit(ctx: Ctx, tv: TreeView, task_id: str) -> Plan:
     for c, oid in zip(split, git.hash_blobs(ctx.repo, new_contents), strict=True):
         entries[c.path] = (c.new_mode, oid)
     tree = git.build_tree(ctx.repo, tv.snap.head_tree, entries)
-    got = {c.path for c in diff.diff_trees(ctx.repo, tv.snap.head_tree, tree)}
+    got = set(diff.changed_paths(ctx.repo, tv.snap.head_tree, tree))
     want = {c.path for c in mine}
     if got != want:
         raise CheckFailed(f"self-check failed: the commit would touch {sorted(got ^ want)[:5]} "

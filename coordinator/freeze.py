@@ -171,8 +171,7 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
 
 
 def _changed_paths(ctx: Ctx, old_tree: str, new_tree: str) -> list[str]:
-    out = git.run(ctx.repo, "diff-tree", "-r", "-z", "--name-only", "--no-renames", old_tree, new_tree)
-    return [os.fsdecode(p) for p in out.split(b"\0") if p]
+    return diff.changed_paths(ctx.repo, old_tree, new_tree)
 
 
 def verify(ctx: Ctx, *, junit: str | None = None) -> dict[str, Any]:

@@ -20,9 +20,15 @@ from shared.ownership import glob_matches
 from shared.tree import TreeView, active_tasks, identities, sync_ranges, to_entries, view
 
 
-def _covered(task: Task, path: str) -> bool:
-    return any((g.kind == "range" and g.path == path) or
-               (g.kind == "glob" and glob_matches(g.path, path)) for g in task.grants)
+class _Cover:
+    """Which paths a task's grants cover: a set lookup for ranges, matching for globs."""
+
+    def __init__(self, task: Task) -> None:
+        self.ranges = {g.path for g in task.grants if g.kind == "range"}
+        self.globs = [g.path for g in task.grants if g.kind == "glob"]
+
+    def __call__(self, path: str) -> bool:
+        return path in self.ranges or any(glob_matches(g, path) for g in self.globs)
 
 
 def validate(ctx: Ctx, state: State, task: Task, report: Report,
@@ -53,9 +59,10 @@ def validate(ctx: Ctx, state: State, task: Task, report: Report,
                                        "else; unstage them (git restore --staged PATH)"))
     if state.freeze is not None:
         findings.append(Finding(code="frozen", detail="a release freeze is in force"))
+    covered = _Cover(task)
     for entry in report.changes:
         for p in filter(None, (entry.path, entry.old_path)):
-            if not _covered(task, p):
+            if not covered(p):
                 findings.append(Finding(code="outside-grant", path=p,
                                         detail=f"the report lists a change to {p}, which "
                                                f"{task.id} holds no grant on"))
@@ -68,7 +75,7 @@ def validate(ctx: Ctx, state: State, task: Task, report: Report,
                                     detail=f"a change at{where or ' the whole file'} falls "
                                            f"under {task.id}{who}; it is never staged"))
     tree_ids = identities(to_entries(tv.task_changes(task.id)))
-    rep_ids = identities([e for e in report.changes if _covered(task, e.path)])
+    rep_ids = identities([e for e in report.changes if covered(e.path)])
     for path in sorted(set(tree_ids) | set(rep_ids)):
         t, r = tree_ids.get(path, Counter()), rep_ids.get(path, Counter())
         if t == r:

@@ -358,3 +358,9 @@ def blob_hunks(repo: Path, old_oid: str, new_oid: str) -> list[Hunk]:
     patch = git.run(repo, "diff", "-U0", "--text", *git.DIFF_PINS, old_oid, new_oid)
     parsed = parse_patch(patch)
     return next(iter(parsed.values()), (False, []))[1]
+
+
+def changed_paths(repo: Path, old: str, new: str) -> list[str]:
+    """Paths that differ between two trees (no content diff)."""
+    out = git.run(repo, "diff-tree", "-r", "-z", "--name-only", "--no-renames", old, new)
+    return [os.fsdecode(p) for p in out.split(b"\0") if p]

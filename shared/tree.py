@@ -50,16 +50,18 @@ def to_entries(changes: Sequence[FileChange]) -> list[ChangeEntry]:
     entries: list[ChangeEntry] = []
     deleted = {(c.old_oid, c.old_mode): c for c in changes if c.status == "D"}
     used: set[str] = set()
+    renamed: set[str] = set()
     for c in changes:
         if c.status == "A" and (c.new_oid, c.new_mode) in deleted:
             src = deleted.pop((c.new_oid, c.new_mode))
             used.add(src.path)
+            renamed.add(c.path)
             entries.append(ChangeEntry(path=report_path(c.path), kind="renamed",
                                        old_path=report_path(src.path),
                                        old_mode=src.old_mode, new_mode=c.new_mode,
                                        old_oid=src.old_oid, new_oid=c.new_oid, hunks=[]))
     for c in changes:
-        if c.path in used or any(e.kind == "renamed" and e.path == c.path for e in entries):
+        if c.path in used or c.path in renamed:
             continue
         entries.append(ChangeEntry(
             path=report_path(c.path), kind=c.kind,
