@@ -332,14 +332,15 @@ def guard(stdin_text: str) -> tuple[int, str]:
 
 def lost_tasks(ctx: Ctx, tasks: list[Any], tv: Any) -> list[dict[str, Any]]:
     """Reported tasks whose reported changes are no longer all in the tree."""
+    import inbox
     from coordinator.review import newest_report
 
     lost = []
-    for t in tasks:
-        if t.state != TaskState.REPORTED:
-            continue
+    reported = [t for t in tasks if t.state == TaskState.REPORTED]
+    stored = inbox.reports_by_task(ctx.lay.inbox) if reported else {}
+    for t in reported:
         try:
-            _e, report = newest_report(ctx, t.id)
+            _e, report = newest_report(ctx, t.id, stored.get(t.id, []))
         except UsageError:
             continue
         have = identities(to_entries(tv.task_changes(t.id)))

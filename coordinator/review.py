@@ -203,9 +203,10 @@ def next_report(ctx: Ctx) -> dict[str, Any]:
                 "pending": len(entries) - 1}
 
 
-def newest_report(ctx: Ctx, task_id: str) -> tuple[inbox.Entry, Report]:
+def newest_report(ctx: Ctx, task_id: str,
+                  found: list[inbox.Entry] | None = None) -> tuple[inbox.Entry, Report]:
     """The task's newest work report (audit verdicts are reports too, but not of work)."""
-    found = inbox.find_task_reports(ctx.lay.inbox, task_id)
+    found = list(inbox.find_task_reports(ctx.lay.inbox, task_id) if found is None else found)
     while found:
         e = found.pop()
         report = _read_or_quarantine(e)

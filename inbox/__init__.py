@@ -9,7 +9,8 @@ from .maildir import (
     find_task_reports,
     quarantine,
     read_report,
+    reports_by_task,
 )
 
 __all__ = ["Entry", "MAX_REPORT_BYTES", "archive", "deliver", "entries", "find_task_reports",
-           "quarantine", "read_report"]
+           "quarantine", "read_report", "reports_by_task"]

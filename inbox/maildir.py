@@ -104,11 +104,18 @@ def entries(inbox: Path, folder: str = "new") -> tuple[list[Entry], list[Path]]:
 
 def find_task_reports(inbox: Path, task_id: str) -> list[Entry]:
     """Every stored report of a task (pending and read), oldest revision first."""
-    found: list[Entry] = []
+    return reports_by_task(inbox).get(task_id, [])
+
+
+def reports_by_task(inbox: Path) -> dict[str, list[Entry]]:
+    """Every stored report (pending and read) by task, oldest revision first; one listing."""
+    found: dict[str, list[Entry]] = {}
     for folder in ("new", "cur"):
         es, _ = entries(inbox, folder)
-        found.extend(e for e in es if e.task_id == task_id)
-    found.sort(key=lambda e: (e.revision, e.time_ns))
+        for e in es:
+            found.setdefault(e.task_id, []).append(e)
+    for es in found.values():
+        es.sort(key=lambda e: (e.revision, e.time_ns))
     return found
 
 
