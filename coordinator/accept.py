@@ -12,6 +12,7 @@ wrong line and still exit 0.
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from dataclasses import dataclass
@@ -30,7 +31,7 @@ from shared.workspace import clean_checkout
 
 MAX_ATTEMPTS = 5
 _TRAILER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*: \S")
-INDEX_LOCK_WAIT_S = 10.0
+INDEX_LOCK_WAIT_S = float(os.environ.get("COORD_INDEX_LOCK_WAIT", "10"))
 COMMIT_LOCK_WAIT_S = 600.0
 
 

@@ -1137,7 +1137,7 @@ def test_index_lock_held_too_long_leaves_a_consistent_state(make_repo: MakeRepo,
     done(worker, repo, "A", "A")
     lock = repo / ".git" / "index.lock"
     lock.write_bytes(b"")
-    r = coord(repo, "accept", "A")
+    r = coord(repo, "accept", "A", env={"COORD_INDEX_LOCK_WAIT": "1"})
     lock.unlink()
     # The commit landed: the state records it, and the user is told to refresh the index.
     assert r.code == 0, r.stdout + r.stderr

@@ -15,11 +15,13 @@ from tests.conftest import BIN, git, numbered, write
 def _setup(make_repo, coord, worker, n: int, log: Path) -> tuple[Path, list[str]]:
     repo = make_repo({"f.txt": numbered(5), "coord.toml":
                       f'[notify]\ncommand = "cat >> {log}; echo >> {log}"\n'})
-    sessions = []
-    for i in range(n):
-        assert coord(repo, "assign", f"t{i}", "--title", f"task {i}", "--expect", "e",
-                     "--write", f"d{i}/**").code == 0
-    return repo, sessions
+    from coordinator import tasks
+
+    ctx = open_repo(str(repo))
+    for i in range(n):  # scene-setting, in-process: the watcher is what is under test
+        tasks.assign(ctx, task_id=f"t{i}", title=f"task {i}", expect="e",
+                     writes=[f"d{i}/**"], checks=[], exclusive=False)
+    return repo, []
 
 
 def _deliver_many(repo: Path, n: int) -> None:
