@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -82,9 +83,16 @@ def status(as_json: bool, repo: str | None) -> None:
         out = [table(rows, ("task", "state", "batch", "session", "claim", "grants")) if rows
                else "no tasks"]
         fz = d["freeze"]
-        out.append(f"freeze: batch {fz['batch']} at {fz['commit'] and fz['commit'][:12]} by {fz['by']}"
-                   if fz else "freeze: none")
+        if fz:
+            age = time.time() - fz["at"]
+            out.append(f"freeze: batch {fz['batch']} at {fz['commit'] and fz['commit'][:12]} "
+                       f"by {fz['by']}, {age / 60:.0f} min ago (coord thaw lifts it)")
+        else:
+            out.append("freeze: none")
         out.append(f"inbox: {d['inbox']['pending']} pending")
+        if d["decisions_open"] or d["interventions"]:
+            out.append(f"decisions: {d['decisions_open']} open; human interventions this batch: "
+                       f"{d['interventions']}")
         for u in d["unowned"]:
             out.append(f"unowned: {u['path']} ({u['kind']}{', lines ' + u['lines'] if u['lines'] else ''})")
         for c in d["conflicts"]:
@@ -131,6 +139,9 @@ def _findings_text(v: dict[str, Any]) -> str:
 
 
 def _contract_text(r: dict[str, Any]) -> str:
+    if r.get("kind") == "review":
+        return (f"{r['task_id']} r{r['revision']} audit by {r['role']}: {r['verdict']}\n"
+                f"  notes:   {r['summary']}\n  session: {r['session']}")
     lines = [f"{r['task_id']} r{r['revision']} [{r['status']}] {r['title']}",
              f"  expect:  {r['expect']}",
              f"  session: {r['session']}"]
@@ -165,7 +176,10 @@ def next_cmd(as_json: bool, repo: str | None) -> None:
         if d["next"] is None:
             return "inbox empty"
         n = d["next"]
-        return (f"{_contract_text(n['report'])}\n{_findings_text(n['validation'])}\n"
+        audit = n.get("audit") or {}
+        verdicts = ("audit: " + ", ".join(f"{r} {v}" for r, v in sorted(audit.items())) + "\n"
+                    if audit else "")
+        return (f"{_contract_text(n['report'])}\n{verdicts}{_findings_text(n['validation'])}\n"
                 f"({d['pending']} more pending)")
 
     emit(doc, as_json, human)
