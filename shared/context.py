@@ -11,7 +11,7 @@ from functools import cached_property
 from pathlib import Path
 
 from . import config, git, store
-from .errors import UsageError
+from .errors import StateRefused, UsageError
 from .models import ROLE_RE, SESSION_RE, State, Task, check_task_id
 
 
@@ -28,6 +28,14 @@ class Ctx:
 def open_repo(repo: str | None) -> Ctx:
     top = git.toplevel(repo)
     return Ctx(repo=top, lay=store.layout(top))
+
+
+def refuse_if_frozen(state: State, what: str) -> None:
+    """Every mutation checks the freeze under the lock that guards its write."""
+    fz = state.freeze
+    if fz is not None:
+        raise StateRefused(f"{what} refused: release freeze of batch {fz.batch} in force since "
+                           f"{iso(fz.at)} by {fz.by}; wait for coord thaw")
 
 
 def get_task(state: State, task_id: str) -> Task:

@@ -13,7 +13,14 @@ from typing import Any
 import inbox
 from shared import git, store
 from shared.checks import run_checks
-from shared.context import Ctx, check_session, env_session, get_task, iso, new_session
+from shared.context import (
+    Ctx,
+    check_session,
+    env_session,
+    get_task,
+    new_session,
+    refuse_if_frozen,
+)
 from shared.errors import CheckFailed, StateRefused, UsageError
 from shared.models import (
     Claim,
@@ -22,7 +29,6 @@ from shared.models import (
     Report,
     Signal,
     SignalType,
-    State,
     Task,
     TaskState,
     report_path,
@@ -31,13 +37,6 @@ from shared.signals import send
 from shared.tree import active_tasks, patch_digest, sync_ranges, to_entries, view
 
 STARTABLE = (TaskState.ASSIGNED, TaskState.CHANGES_REQUESTED)
-
-
-def _refuse_if_frozen(state: State, what: str) -> None:
-    fz = state.freeze
-    if fz is not None:
-        raise StateRefused(f"{what} refused: release freeze of batch {fz.batch} in force since "
-                           f"{iso(fz.at)} by {fz.by}; wait for coord thaw")
 
 
 def _live_holder(task: Task, now: float) -> str | None:
@@ -82,7 +81,7 @@ def start(ctx: Ctx, task_id: str, *, session: str | None, role: str) -> dict[str
     ttl = ctx.config.claims.ttl_seconds
     with store.transaction(ctx.lay) as state:
         task = get_task(state, task_id)
-        _refuse_if_frozen(state, f"worker start {task_id}")
+        refuse_if_frozen(state, f"worker start {task_id}")
         if task.held_until_thaw:
             raise StateRefused(f"{task_id} belongs to batch {task.batch}, which opens at coord thaw")
         now = store.now()
@@ -144,7 +143,7 @@ def _report(ctx: Ctx, task_id: str, *, status: str, session: str | None, summary
     with store.locked(ctx.lay):
         state = store.load(ctx.lay)
         task = get_task(state, task_id)
-        _refuse_if_frozen(state, f"worker {status} {task_id}")
+        refuse_if_frozen(state, f"worker {status} {task_id}")
         if task.state != TaskState.IN_PROGRESS:
             raise StateRefused(f"{task_id} is {task.state}; run worker start {task_id} first")
         sess = _resolve_session(task, session)
@@ -166,7 +165,7 @@ def _report(ctx: Ctx, task_id: str, *, status: str, session: str | None, summary
     with store.locked(ctx.lay):
         state = store.load(ctx.lay)
         task = get_task(state, task_id)
-        _refuse_if_frozen(state, f"worker {status} {task_id}")
+        refuse_if_frozen(state, f"worker {status} {task_id}")
         if task.state != TaskState.IN_PROGRESS:
             raise StateRefused(f"{task_id} is {task.state} now; nothing was delivered")
         now = store.now()

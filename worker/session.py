@@ -9,7 +9,15 @@ from typing import Any
 
 import inbox
 from shared import git, store
-from shared.context import Ctx, check_session, env_session, get_task, iso, session_role
+from shared.context import (
+    Ctx,
+    check_session,
+    env_session,
+    get_task,
+    iso,
+    refuse_if_frozen,
+    session_role,
+)
 from shared.errors import StateRefused, UsageError
 from shared.models import (
     Checkpoint,
@@ -43,13 +51,6 @@ def _holder_session(task: Task, session: str | None) -> str:
     return s
 
 
-def _refuse_if_frozen(state: State, what: str) -> None:
-    fz = state.freeze
-    if fz is not None:
-        raise StateRefused(f"{what} refused: release freeze of batch {fz.batch} in force since "
-                           f"{iso(fz.at)} by {fz.by}; wait for coord thaw")
-
-
 def touch(state: State, session: str) -> None:
     """Every worker command is a heartbeat for the claims its session holds."""
     now = store.now()
@@ -81,18 +82,27 @@ def commits_since(ctx: Ctx, since: float) -> list[str]:
     return [line for line in out.decode("utf-8", "replace").splitlines() if line]
 
 
-def checkpoint(ctx: Ctx, task_id: str, *, session: str | None, next_step: str,
-               context: str) -> dict[str, Any]:
+def _where_it_stands(ctx: Ctx, task_id: str, session: str | None,
+                     next_step: str) -> tuple[str, list[str], list[str]]:
+    """(holder session, files the task touched, commits since the claim opened).
+
+    Read before taking the lock: the tree view is the slow part.
+    """
     if not next_step.strip():
         raise UsageError("--next must say where to resume")
     state = store.load(ctx.lay)
     task = get_task(state, task_id)
     s = _holder_session(task, session)
     files = task_files(ctx, state, task_id)
-    commits = commits_since(ctx, task.claim.opened if task.claim else 0)
+    return s, files, commits_since(ctx, task.claim.opened if task.claim else 0)
+
+
+def checkpoint(ctx: Ctx, task_id: str, *, session: str | None, next_step: str,
+               context: str) -> dict[str, Any]:
+    s, files, commits = _where_it_stands(ctx, task_id, session, next_step)
     with store.transaction(ctx.lay) as state:
         task = get_task(state, task_id)
-        _refuse_if_frozen(state, f"worker checkpoint {task_id}")
+        refuse_if_frozen(state, f"worker checkpoint {task_id}")
         s = _holder_session(task, s)
         touch(state, s)
         cp = Checkpoint(task=task_id, session=s, at=store.now(), next=next_step, context=context,
@@ -107,16 +117,10 @@ def checkpoint(ctx: Ctx, task_id: str, *, session: str | None, next_step: str,
 def handoff(ctx: Ctx, task_id: str, *, session: str | None, to: str, next_step: str,
             context: str) -> dict[str, Any]:
     check_target(to)
-    if not next_step.strip():
-        raise UsageError("--next must say where to resume")
-    state = store.load(ctx.lay)
-    task = get_task(state, task_id)
-    s = _holder_session(task, session)
-    files = task_files(ctx, state, task_id)
-    commits = commits_since(ctx, task.claim.opened if task.claim else 0)
+    s, files, commits = _where_it_stands(ctx, task_id, session, next_step)
     with store.transaction(ctx.lay) as state:
         task = get_task(state, task_id)
-        _refuse_if_frozen(state, f"worker handoff {task_id}")
+        refuse_if_frozen(state, f"worker handoff {task_id}")
         s = _holder_session(task, s)
         now = store.now()
         cp = Checkpoint(task=task_id, session=s, at=now, next=next_step, context=context,
@@ -136,7 +140,7 @@ def signal(ctx: Ctx, *, session: str | None, to: str, kind: str, about: str,
     s = _need_session(session)
     t = check_type(kind)
     with store.transaction(ctx.lay) as state:
-        _refuse_if_frozen(state, "worker signal")
+        refuse_if_frozen(state, "worker signal")
         touch(state, s)
         sig = send(state, sender=s, to=to, kind=t, about=about, payload=payload)
     return {"signal": sig.public()}
@@ -163,7 +167,7 @@ def review(ctx: Ctx, task_id: str, *, session: str | None, verdict: str, notes: 
     with store.locked(ctx.lay):
         state = store.load(ctx.lay)
         task = get_task(state, task_id)
-        _refuse_if_frozen(state, f"worker review {task_id}")
+        refuse_if_frozen(state, f"worker review {task_id}")
         touch(state, s)
         if role not in task.audit:
             asked = ", ".join(sorted(task.audit)) or "none"
@@ -195,7 +199,7 @@ def ask(ctx: Ctx, task_id: str, *, session: str | None, question: str, kind: str
         raise UsageError("--question must ask something")
     with store.transaction(ctx.lay) as state:
         get_task(state, task_id)
-        _refuse_if_frozen(state, f"worker ask {task_id}")
+        refuse_if_frozen(state, f"worker ask {task_id}")
         touch(state, s)
         day = dt.datetime.now().strftime("%Y%m%d")
         dec = Decision(id=state.next_id("dec", day), task=task_id, session=s, question=question,
