@@ -169,6 +169,11 @@ def _accept(ctx: Ctx, task_id: str, *, message: str | None, recheck: bool | None
             state = store.load(ctx.lay)
             if state.freeze is not None:
                 raise StateRefused(f"coord accept {task_id} refused: a freeze began meanwhile")
+            now_task = state.tasks[task_id]
+            if now_task.state != TaskState.REPORTED or now_task.revision != report.revision:
+                raise StateRefused(f"{task_id} changed while it was being accepted (now "
+                                   f"{now_task.state}, revision {now_task.revision}); nothing "
+                                   "committed")
             rc, _ = git.run_rc(ctx.repo, "update-ref", "-m", f"coord accept {task_id}", "HEAD",
                                commit, head or "0" * 40,
                                env={"HUNKWISE_COORDINATOR": "1"})
@@ -182,7 +187,7 @@ def _accept(ctx: Ctx, task_id: str, *, message: str | None, recheck: bool | None
             task.commit = commit
             task.claim = None
             task.updated_at = store.now()
-            sync_ranges(ctx.repo, state, owner_commit=(task_id, commit))
+            sync_ranges(ctx.repo, state)
             store.save(ctx.lay, state)
         warning = reset_index_paths(ctx, plan.entries)
         git.delete_refs(ctx.repo, f"refs/hunkwise/snapshots/{task_id}/")

@@ -275,7 +275,8 @@ def recover(task_id: str, note: str, as_json: bool, repo: str | None) -> None:
     from coordinator import sessions
 
     doc = sessions.recover(_ctx(repo), task_id, note)
-    emit(doc, as_json, lambda d: f"{task_id}: recovered from {d['stale_session']}; "
+    emit(doc, as_json, lambda d: f"{task_id}: handoff to {d['released_reservation']} released"
+         if d.get("released_reservation") else f"{task_id}: recovered from {d['stale_session']}; "
          f"files: {', '.join(d['handoff']['files']) or 'none'}")
 
 

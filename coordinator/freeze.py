@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, cast
 from xml.sax.saxutils import quoteattr
 
-from shared import diff, git, store
+from shared import config, diff, git, store
 from shared.context import Ctx, env_session, iso, machine_name
 from shared.errors import StateRefused, UsageError
 from shared.models import Freeze, TaskState
@@ -57,7 +57,9 @@ def _who() -> str:
 
 
 def freeze(ctx: Ctx, *, defer_running: bool) -> dict[str, Any]:
-    with store.transaction(ctx.lay) as state:
+    # The commit lock first: an accept between its HEAD move and its index update must
+    # finish before the fingerprint is taken.
+    with store.locked(ctx.lay, name="commit"), store.transaction(ctx.lay) as state:
         if state.freeze is not None:
             return {"freeze": state.freeze.model_dump(), "already": True}
         running = sorted(t.id for t in state.tasks.values() if t.state == TaskState.IN_PROGRESS)
@@ -175,9 +177,12 @@ def _changed_paths(ctx: Ctx, old_tree: str, new_tree: str) -> list[str]:
 
 
 def verify(ctx: Ctx, *, junit: str | None = None) -> dict[str, Any]:
-    cfg = ctx.config.verify
     state = store.load(ctx.lay)
     fz = state.freeze
+    # The proof runs the commands the frozen commit itself carries, not an uncommitted
+    # edit of coord.toml that some task left in the shared tree.
+    cfg = (config.load_at(ctx.repo, fz.commit) if fz is not None and fz.commit
+           else ctx.config).verify
     problems: list[str] = []
     results: list[dict[str, Any]] = []
     if fz is None:

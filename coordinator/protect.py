@@ -402,7 +402,12 @@ def _restore(ctx: Ctx, task_id: str) -> dict[str, Any]:
                 continue
             base_blob_oid = cur.new_oid if cur else rc.old_oid
             blob = git.cat_blobs(ctx.repo, [base_blob_oid])[base_blob_oid]
-            contents.append(diff.splice(blob, moved))
+            try:
+                contents.append(diff.splice(blob, moved))
+            except ValueError:
+                problems.append(f"{path}: the lines around the task's changes moved in a way "
+                                "that cannot be followed")
+                continue
             spliced.append((path, rc.new_mode))
             expect[path] = None if now_entry is None else now_entry[1]
         elif now_entry == base_entry:

@@ -31,6 +31,14 @@ def recover(ctx: Ctx, task_id: str, note: str) -> dict[str, Any]:
     with store.transaction(ctx.lay) as state:
         task = get_task(state, task_id)
         c = task.claim
+        if task.state == TaskState.ASSIGNED and task.reserved_for and c is None:
+            # A handoff to a target that never comes (a mistyped session id): free it.
+            was = task.reserved_for
+            task.reserved_for = None
+            send(state, sender=_me(), to="*", kind=SignalType.HANDOFF, about=task_id,
+                 payload=f"handoff to {was} released by the coordinator" + (f": {note}" if note else ""))
+            return {"task": task.public(), "handoff": None, "stale_session": None,
+                    "released_reservation": was}
         if task.state != TaskState.IN_PROGRESS or c is None:
             raise StateRefused(f"{task_id} is {task.state} with no claim to recover")
         if time.time() - c.heartbeat <= c.ttl:

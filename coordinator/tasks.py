@@ -7,6 +7,7 @@ from typing import Any
 
 import inbox
 from shared import git, store
+from shared.diff import looks_binary
 from shared.context import Ctx, get_task
 from shared.errors import StateRefused, UsageError
 from shared.models import Grant, State, Task, TaskState, check_task_id
@@ -30,6 +31,8 @@ def _check_range(ctx: Ctx, g: Grant) -> None:
     mode, data = found
     if mode not in ("100644", "100755"):
         raise UsageError(f"grant {g}: {g.path} is not a regular file at HEAD")
+    if looks_binary(data):
+        raise UsageError(f"grant {g}: {g.path} is binary; grant the whole file instead")
     lines = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
     if g.end > lines:
         raise UsageError(f"grant {g}: {g.path} has {lines} lines at HEAD")

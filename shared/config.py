@@ -88,6 +88,20 @@ def parse(text: str, where: str = "coord.toml") -> Config:
         raise UsageError(f"{where}: [{loc}] {err['msg']}{at}") from None
 
 
+def load_at(repo: Path, commit: str) -> Config:
+    """The settings as committed in `commit` (what a proof of that commit must use)."""
+    from . import git
+
+    found = git.blob_at(repo, commit, "coord.toml")
+    if found is None:
+        return Config()
+    try:
+        text = found[1].decode("utf-8")
+    except UnicodeDecodeError:
+        raise UsageError(f"coord.toml at {commit[:12]}: not UTF-8 text") from None
+    return parse(text, f"coord.toml at {commit[:12]}")
+
+
 def load(repo: Path) -> Config:
     path = repo / "coord.toml"
     try:

@@ -296,7 +296,12 @@ def snapshot(repo: Path) -> Snapshot:
 def splice(base: bytes, hunks: Iterable[Hunk]) -> bytes:
     """Apply -U0 hunks (in old-line coordinates of `base`) to `base`."""
     lines = _split_lines(base)
-    for h in sorted(hunks, key=lambda h: (h.old_start, h.old_lines), reverse=True):
+    # Last in the text first, so earlier positions stay valid: a removal of old lines
+    # [s, e] sits at s, an insertion after old line p in the gap at p + 0.5. Hunks that
+    # meet at one point (carried insertions whose lines in between were removed) keep
+    # their given order.
+    order = sorted(enumerate(hunks), reverse=True, key=lambda ih: (_place(ih[1]), ih[0]))
+    for _i, h in order:
         if h.old_lines:
             start = h.old_start - 1
             if b"".join(lines[start:start + h.old_lines]) != h.removed:
@@ -317,10 +322,26 @@ def shift_hunks(hunks: Sequence[Hunk], applied: Sequence[Hunk]) -> list[Hunk]:
     """`hunks` in the coordinates of the old text after `applied` (disjoint) were spliced in."""
     out: list[Hunk] = []
     for h in hunks:
-        delta = sum(a.new_lines - a.old_lines for a in applied
-                    if a.old_start < h.old_start or (a.old_start == h.old_start and a.old_lines == 0 and h.old_lines))
+        delta = sum(a.new_lines - a.old_lines for a in applied if _precedes(a, h))
         out.append(Hunk(h.old_start + delta, h.old_lines, h.new_start, h.new_lines, h.removed, h.added))
     return out
+
+
+def _place(h: Hunk) -> float:
+    """Where a hunk sits in its old text: a removal at its first line, an insertion after
+    old line p in the gap at p + 0.5."""
+    return h.old_start if h.old_lines else h.old_start + 0.5
+
+
+def _precedes(a: Hunk, h: Hunk) -> bool:
+    """Does `a` (not touching `h`) land before `h` in the new text?
+
+    An insertion "after old line p" comes after a removal that ends at p (it follows
+    that removal's replacement) and before a removal that starts at p + 1.
+    """
+    if h.old_lines:  # h removes old lines [s, e]
+        return a.old_end < h.old_start if a.old_lines else a.old_start < h.old_start
+    return a.old_end <= h.old_start if a.old_lines else a.old_start < h.old_start
 
 
 def inverse(h: Hunk) -> Hunk:
@@ -345,7 +366,7 @@ def carry(hunks: Sequence[Hunk], through: Sequence[Hunk]) -> tuple[list[Hunk], l
     """
     moved: list[Hunk] = []
     clashes: list[Hunk] = []
-    for h in hunks:
+    for h in sorted(hunks, key=_place):
         if any(_touches(h, t) for t in through):
             clashes.append(h)
         else:

@@ -46,7 +46,20 @@ def _matcher(pattern: str) -> Callable[[str], bool]:
 
 
 def glob_matches(pattern: str, path: str) -> bool:
-    return _matcher(pattern)(path)
+    """Does a root-anchored gitignore-style pattern cover this file?
+
+    As in gitignore, a pattern that matches a directory covers everything below it:
+    `src/*` covers `src/sub/b.py` through `src/sub`.
+    """
+    match = _matcher(pattern)
+    if match(path):
+        return True
+    parts = path.split("/")
+    for i in range(1, len(parts)):
+        d = "/".join(parts[:i])
+        if match(d) or match(d + "/"):
+            return True
+    return False
 
 
 def serial_matches(patterns: Sequence[str], path: str) -> bool:
@@ -235,6 +248,7 @@ def attribute(changes: Sequence[FileChange], tasks: Sequence[Task]) -> Attributi
                     inside.add(tid)
                 elif rel == "touch":
                     touching.add(tid)
+            touching -= inside  # a task whose other grant holds the hunk whole owns it
             if len(inside) == 1 and not touching:
                 result.add(next(iter(inside)), ch, h)
             elif not inside and not touching:

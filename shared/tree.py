@@ -105,11 +105,11 @@ def patch_digest(entries: Sequence[ChangeEntry]) -> str:
 
 # ---- range grants follow history ----------------------------------------------------------
 
-def sync_ranges(repo: Path, state: State, owner_commit: tuple[str, str] | None = None) -> bool:
+def sync_ranges(repo: Path, state: State) -> bool:
     """Re-map every active range grant from `state.ranges_at` to HEAD; True if changed.
 
-    `owner_commit` is (task id, commit) when the coordinator just committed that task: its
-    own insertions at the edge of its range then stay inside the range.
+    A hunk at the edge of a range goes with what the range's own rule says: an insertion
+    right before START pushes the range down, one right after END stays outside.
     """
     head = git.head(repo)
     if head is None or state.ranges_at == head:
@@ -125,7 +125,6 @@ def sync_ranges(repo: Path, state: State, owner_commit: tuple[str, str] | None =
     except GitError:
         return True  # the old commit is gone (history rewritten): keep ranges as they are
     by_path = {c.path: c for c in changes}
-    owner = owner_commit[0] if owner_commit else None
     for t in state.tasks.values():
         if not t.active:
             continue
@@ -135,15 +134,8 @@ def sync_ranges(repo: Path, state: State, owner_commit: tuple[str, str] | None =
             ch = by_path[g.path]
             if ch.status == "D":
                 continue
-            owned = [t.id == owner and _range_holds(g.start, g.end, h) for h in ch.hunks]
-            g.start, g.end = map_range(g.start, g.end, ch.hunks, owned)
+            g.start, g.end = map_range(g.start, g.end, ch.hunks)
     return True
-
-
-def _range_holds(start: int, end: int, h: diff.Hunk) -> bool:
-    if h.old_lines == 0:
-        return start - 1 <= h.old_start <= end
-    return start <= h.old_start and h.old_start + h.old_lines - 1 <= end
 
 
 def active_tasks(state: State) -> list[Task]:

@@ -148,8 +148,10 @@ def _report(ctx: Ctx, task_id: str, *, status: str, session: str | None, summary
             raise StateRefused(f"{task_id} is {task.state}; run worker start {task_id} first")
         sess = _resolve_session(task, session)
         _check_holder(task, sess, store.now())
-        if sync_ranges(ctx.repo, state):
-            store.save(ctx.lay, state)
+        if task.claim is not None and (sess is None or task.claim.session == sess):
+            task.claim = task.claim.model_copy(update={"heartbeat": store.now()})
+        sync_ranges(ctx.repo, state)
+        store.save(ctx.lay, state)
     checks = run_checks(ctx.repo, task.checks, ctx.config.checks.timeout_seconds) if run else []
     failed = [c for c in checks if not c.passed]
     if status == "done" and failed:
@@ -168,6 +170,10 @@ def _report(ctx: Ctx, task_id: str, *, status: str, session: str | None, summary
         refuse_if_frozen(state, f"worker {status} {task_id}")
         if task.state != TaskState.IN_PROGRESS:
             raise StateRefused(f"{task_id} is {task.state} now; nothing was delivered")
+        if task.claim is None or (sess is not None and task.claim.session != sess):
+            holder = task.claim.session if task.claim else "nobody"
+            raise StateRefused(f"{task_id} is claimed by {holder} now (recovered or handed "
+                               "over meanwhile); nothing was delivered")
         now = store.now()
         task.revision += 1
         report = Report(

@@ -63,6 +63,7 @@ def touch(state: State, session: str) -> None:
 def heartbeat(ctx: Ctx, task_id: str, *, session: str | None) -> dict[str, Any]:
     with store.transaction(ctx.lay) as state:
         task = get_task(state, task_id)
+        refuse_if_frozen(state, f"worker heartbeat {task_id}")
         s = _holder_session(task, session)
         now = store.now()
         assert task.claim is not None
@@ -152,9 +153,10 @@ def signals(ctx: Ctx, *, session: str | None, do_ack: bool) -> dict[str, Any]:
         mine = pending_for(state, s)
         out = [sig.public() for sig in mine]
         if do_ack:
+            refuse_if_frozen(state, "worker signals --ack")
             for sig in mine:
                 ack(sig, s)
-        touch(state, s)
+            touch(state, s)
     return {"session": s, "signals": out, "acked": do_ack}
 
 

@@ -1,0 +1,67 @@
+"""Hunks carried across other edits land where applying both at once puts them.
+
+`carry` moves hunks over an old text across edits of the same text (revert, restore);
+`splice` applies hunks. For every set of hunks that touch no common line, applying some
+first and carrying the rest must give the same bytes as applying all of them together.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+
+from shared.diff import Hunk, _touches, carry, splice
+
+
+def _lines(n: int) -> list[bytes]:
+    return [f"l{i}\n".encode() for i in range(1, n + 1)]
+
+
+def _random_hunk(rng: random.Random, n: int, tag: int) -> Hunk:
+    base = _lines(n)
+    if rng.random() < 0.4:  # an insertion after old line p (0 = at the top)
+        p, k = rng.randint(0, n), rng.randint(1, 3)
+        return Hunk(p, 0, 0, k, b"", b"".join(f"i{tag}.{j}\n".encode() for j in range(k)))
+    s = rng.randint(1, n)
+    e = min(n, s + rng.randint(0, 2))
+    k = rng.randint(0, 3)
+    return Hunk(s, e - s + 1, 0, k, b"".join(base[s - 1:e]),
+                b"".join(f"r{tag}.{j}\n".encode() for j in range(k)))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_carry_then_splice_equals_splicing_everything(seed: int) -> None:
+    rng = random.Random(seed)
+    base = b"".join(_lines(10))
+    checked = 0
+    while checked < 1500:
+        hunks = [_random_hunk(rng, 10, t) for t in range(rng.randint(2, 5))]
+        if any(_touches(a, b) for a, b in itertools.combinations(hunks, 2)):
+            continue
+        k = rng.randint(1, len(hunks) - 1)
+        mine, theirs = hunks[:k], hunks[k:]
+        moved, clashes = carry(mine, theirs)
+        assert clashes == []
+        assert splice(splice(base, theirs), moved) == splice(base, hunks), (mine, theirs)
+        checked += 1
+
+
+def test_an_insertion_after_a_replaced_line_follows_the_replacement() -> None:
+    # The revert case: re-insert "line6" after old line 5, which a later commit replaced
+    # with three lines; it belongs after all three.
+    base = b"".join(_lines(6)).replace(b"l6\n", b"")
+    later = Hunk(5, 1, 5, 3, b"l5\n", b"X\nY\nZ\n")
+    reinsert = Hunk(5, 0, 6, 1, b"", b"l6\n")
+    moved, clashes = carry([reinsert], [later])
+    assert clashes == []
+    assert splice(splice(base, [later]), moved) == b"l1\nl2\nl3\nl4\nX\nY\nZ\nl6\n"
+
+
+def test_edits_of_the_same_lines_clash() -> None:
+    a = Hunk(3, 2, 3, 1, b"l3\nl4\n", b"x\n")
+    assert carry([a], [Hunk(4, 1, 4, 1, b"l4\n", b"y\n")]) == ([], [a])
+    ins = Hunk(3, 0, 4, 1, b"", b"new\n")
+    assert carry([ins], [Hunk(3, 0, 4, 1, b"", b"other\n")]) == ([], [ins])
+    assert carry([ins], [Hunk(3, 2, 3, 0, b"l3\nl4\n", b"")])[1] == [ins]
