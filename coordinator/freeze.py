@@ -111,9 +111,6 @@ def _run_streamed(cmd: str, cwd: Path, timeout: float, label: str) -> tuple[int,
     cancel) kills the command's whole process group before it propagates.
     """
     start = time.monotonic()
-    proc = subprocess.Popen(["/bin/sh", "-c", cmd], cwd=str(cwd), stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True)
     tail: deque[str] = deque(maxlen=TAIL_LINES)
 
     def emit_line(raw: bytes, cut: bool) -> None:
@@ -121,7 +118,7 @@ def _run_streamed(cmd: str, cwd: Path, timeout: float, label: str) -> tuple[int,
         tail.append(line)
         sys.stderr.write(f"[{label} {time.monotonic() - start:6.1f}s] {line}\n")
 
-    def pump() -> None:
+    def pump(proc: subprocess.Popen[bytes]) -> None:
         stream = cast(io.BufferedReader, proc.stdout)
         buf = b""
         cut = False
@@ -149,9 +146,12 @@ def _run_streamed(cmd: str, cwd: Path, timeout: float, label: str) -> tuple[int,
         if buf:
             emit_line(buf, cut)
 
-    reader = threading.Thread(target=pump, daemon=True)
-    reader.start()
-    try:
+    proc = subprocess.Popen(["/bin/sh", "-c", cmd], cwd=str(cwd), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    try:  # at once: an interruption from here on must take the command's group with it
+        reader = threading.Thread(target=pump, args=(proc,), daemon=True)
+        reader.start()
         code = proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         _kill_group(proc)

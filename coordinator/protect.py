@@ -25,8 +25,8 @@ from typing import Any
 from shared import diff, git, store
 from shared.context import Ctx, get_task
 from shared.errors import StateRefused, UsageError
-from shared.models import TaskState
-from shared.tree import active_tasks, identities, to_entries, view
+from shared.models import TaskState, report_path
+from shared.tree import active_tasks, add_regions, identities, to_entries, view
 from shared.worktree import write_entries
 
 MARK = "# installed by hunkwise (coord install-hooks)"
@@ -343,7 +343,10 @@ def lost_tasks(ctx: Ctx, tasks: list[Any], tv: Any) -> list[dict[str, Any]]:
             _e, report = newest_report(ctx, t.id, stored.get(t.id, []))
         except UsageError:
             continue
-        have = identities(to_entries(tv.task_changes(t.id)))
+        mine = tv.task_changes(t.id)
+        now_entries = to_entries(mine)
+        add_regions(ctx.repo, now_entries, mine, t)
+        have = identities(now_entries)
         want = identities(report.changes)
         missing = sorted(p for p, ids in want.items() if ids - have.get(p, Counter()))
         if missing:
@@ -374,7 +377,7 @@ def _restore(ctx: Ctx, task_id: str) -> dict[str, Any]:
     reported = {c.path: c for c in diff.diff_trees(ctx.repo, base, snap) if c.path in want}
     now = view(ctx.repo, active_tasks(state))
     current = {c.path: c for c in diff.diff_trees(ctx.repo, base, now.snap.tree, sorted(reported))}
-    rep_ids = identities(report.changes)
+    rep_hunks = {e.path: {h.sha256 for h in e.hunks} for e in report.changes}
     entries: dict[str, tuple[str, str] | None] = {}
     expect: dict[str, str | None] = {}
     problems: list[str] = []
@@ -389,7 +392,7 @@ def _restore(ctx: Ctx, task_id: str) -> dict[str, Any]:
         if now_entry == snap_entry:
             continue  # nothing of this path was lost
         if rc.splittable and rc.hunks and (cur is None or cur.splittable):
-            mine = [h for h in rc.hunks if ("hunk", h.sha256) in rep_ids.get(path, {})]
+            mine = [h for h in rc.hunks if h.sha256 in rep_hunks.get(report_path(path), set())]
             have = {h.sha256 for h in (cur.hunks if cur else [])}
             missing = [h for h in mine if h.sha256 not in have]
             if not missing:

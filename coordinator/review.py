@@ -17,7 +17,15 @@ from shared.context import Ctx, get_task
 from shared.errors import UsageError
 from shared.models import Finding, Report, State, Task, report_path
 from shared.ownership import glob_matches
-from shared.tree import TreeView, active_tasks, identities, sync_ranges, to_entries, view
+from shared.tree import (
+    TreeView,
+    active_tasks,
+    add_regions,
+    identities,
+    sync_ranges,
+    to_entries,
+    view,
+)
 
 
 class _Cover:
@@ -74,7 +82,10 @@ def validate(ctx: Ctx, state: State, task: Task, report: Report,
             findings.append(Finding(code="conflict", path=report_path(ch.path),
                                     detail=f"a change at{where or ' the whole file'} falls "
                                            f"under {task.id}{who}; it is never staged"))
-    tree_ids = identities(to_entries(tv.task_changes(task.id)))
+    mine = tv.task_changes(task.id)
+    tree_entries = to_entries(mine)
+    add_regions(ctx.repo, tree_entries, mine, task)
+    tree_ids = identities(tree_entries)
     rep_ids = identities([e for e in report.changes if covered(e.path)])
     for path in sorted(set(tree_ids) | set(rep_ids)):
         t, r = tree_ids.get(path, Counter()), rep_ids.get(path, Counter())

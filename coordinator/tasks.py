@@ -7,8 +7,8 @@ from typing import Any
 
 import inbox
 from shared import git, store
-from shared.diff import looks_binary
 from shared.context import Ctx, get_task
+from shared.diff import looks_binary
 from shared.errors import StateRefused, UsageError
 from shared.models import Grant, State, Task, TaskState, check_task_id
 from shared.ownership import find_conflicts

@@ -87,7 +87,7 @@ class FileChange:
         return "modified"
 
 
-def _split_lines(data: bytes) -> list[bytes]:
+def split_lines(data: bytes) -> list[bytes]:
     """Split on b"\\n" keeping terminators; the last line may lack one."""
     if not data:
         return []
@@ -295,7 +295,7 @@ def snapshot(repo: Path) -> Snapshot:
 
 def splice(base: bytes, hunks: Iterable[Hunk]) -> bytes:
     """Apply -U0 hunks (in old-line coordinates of `base`) to `base`."""
-    lines = _split_lines(base)
+    lines = split_lines(base)
     # Last in the text first, so earlier positions stay valid: a removal of old lines
     # [s, e] sits at s, an insertion after old line p in the gap at p + 0.5. Hunks that
     # meet at one point (carried insertions whose lines in between were removed) keep
@@ -306,9 +306,9 @@ def splice(base: bytes, hunks: Iterable[Hunk]) -> bytes:
             start = h.old_start - 1
             if b"".join(lines[start:start + h.old_lines]) != h.removed:
                 raise ValueError(f"hunk at line {h.old_start} does not match its base")
-            lines[start:start + h.old_lines] = _split_lines(h.added)
+            lines[start:start + h.old_lines] = split_lines(h.added)
         else:
-            lines[h.old_start:h.old_start] = _split_lines(h.added)
+            lines[h.old_start:h.old_start] = split_lines(h.added)
     return b"".join(lines)
 
 

@@ -288,6 +288,9 @@ class ChangeEntry(Strict):
     old_oid: Oid | None = None
     new_oid: Oid | None = None
     hunks: list[HunkEntry] = Field(default_factory=list, max_length=100_000)
+    # For a file the task holds by line ranges: per range, the digest of the range's lines
+    # before and after the task's edits (see shared/tree.py: region identities).
+    regions: list[Sha256] = Field(default_factory=list, max_length=10_000)
 
     @field_validator("path", "old_path")
     @classmethod

@@ -199,7 +199,7 @@ class Attribution:
         bucket.append(part)
 
 
-def _range_relation(g: Grant, h: Hunk) -> str:
+def range_relation(g: Grant, h: Hunk) -> str:
     """'in' when the hunk belongs to the range, 'touch' when it overlaps partly, else 'out'."""
     if h.old_lines == 0:
         return "in" if g.start - 1 <= h.old_start <= g.end else "out"
@@ -243,7 +243,7 @@ def attribute(changes: Sequence[FileChange], tasks: Sequence[Task]) -> Attributi
             inside = set(glob_owners)
             touching: set[str] = set()
             for tid, g in range_grants:
-                rel = _range_relation(g, h)
+                rel = range_relation(g, h)
                 if rel == "in":
                     inside.add(tid)
                 elif rel == "touch":

@@ -16,7 +16,7 @@ from pathlib import Path
 from . import diff, git
 from .diff import FileChange
 from .errors import GitError
-from .models import ChangeEntry, HunkEntry, State, Task, TaskState, report_path
+from .models import ChangeEntry, Grant, HunkEntry, State, Task, TaskState, report_path
 from .ownership import Attribution, attribute, map_range
 
 Identity = tuple[str, ...]
@@ -84,6 +84,10 @@ def identities(entries: Sequence[ChangeEntry]) -> dict[str, Counter[Identity]]:
             out.setdefault(e.path, Counter())[("added", e.new_mode or "", e.new_oid or "")] += 1
             continue
         bucket = out.setdefault(e.path, Counter())
+        if e.regions:
+            for r in e.regions:
+                bucket[("region", r)] += 1
+            continue
         if _is_whole(e):
             if e.kind == "deleted":
                 bucket[("deleted",)] += 1
@@ -93,6 +97,47 @@ def identities(entries: Sequence[ChangeEntry]) -> dict[str, Counter[Identity]]:
             for h in e.hunks:
                 bucket[("hunk", h.sha256)] += 1
     return out
+
+
+def add_regions(repo: Path, entries: list[ChangeEntry], changes: Sequence[FileChange],
+                task: Task) -> None:
+    """Give range-granted files an identity per range instead of per hunk.
+
+    How git's -U0 diff splits an edit into hunks can change when other lines of the file
+    change (line frequencies steer its tie-breaks), though this task's edit did not: a
+    report made before another task's commit would then look stale. A range's lines before
+    and after the task's edits do not depend on that split.
+    """
+    from .diff import hunk_digest, splice, split_lines
+    from .ownership import range_relation
+
+    ranges: dict[str, list[Grant]] = {}
+    for g in task.grants:
+        if g.kind == "range":
+            ranges.setdefault(g.path, []).append(g)
+    todo = [c for c in changes if c.path in ranges and c.splittable and c.hunks]
+    if not todo:
+        return
+    blobs = git.cat_blobs(repo, [c.old_oid for c in todo])
+    by_path = {e.path: e for e in entries}
+    for c in todo:
+        entry = by_path.get(report_path(c.path))
+        if entry is None:
+            continue
+        held = [[h for h in c.hunks if range_relation(g, h) == "in"] for g in ranges[c.path]]
+        if sum(len(hs) for hs in held) != len(c.hunks) or any(
+                len([1 for hs in held if h in hs]) != 1 for h in c.hunks):
+            continue  # some hunk is not held by exactly one range: keep hunk identities
+        old = split_lines(blobs[c.old_oid])
+        digests = []
+        for g, hs in zip(ranges[c.path], held, strict=True):
+            if not hs:
+                continue
+            new = split_lines(splice(blobs[c.old_oid], hs))
+            delta = sum(h.new_lines - h.old_lines for h in hs)
+            digests.append(hunk_digest(b"".join(old[g.start - 1:g.end]),
+                                       b"".join(new[g.start - 1:g.end + delta])))
+        entry.regions = sorted(digests)
 
 
 def patch_digest(entries: Sequence[ChangeEntry]) -> str:

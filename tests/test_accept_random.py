@@ -473,13 +473,9 @@ def run_scenario(make_repo: MakeRepo, coord: Cli, seed: int, *, cli: bool) -> No
         assert {t["id"]: t["state"] for t in doc["tasks"]} == {t: "accepted" for t in sc.tasks}
 
 
-STALE_BUG = (
-    "bug: a report goes stale (stale-report) when another task's commit changes how git's "
-    "-U0 diff splits this task's untouched changes into hunks; minimal case in "
-    "test_report_survives_a_commit_elsewhere_in_the_file"
-)
-SEEDS = [7, 11, 19, 23, 42, 58, 101, 256, 777, 1009, 4242,
-         pytest.param(1309, marks=pytest.mark.xfail(strict=True, reason=STALE_BUG))]
+# 1309 once made a report look stale: git split t1's unchanged edit into different hunks
+# after t0's commit (see test_report_survives_a_commit_elsewhere_in_the_file).
+SEEDS = [7, 11, 19, 23, 42, 58, 101, 256, 777, 1009, 4242, 1309]
 CLI_SEEDS = (7, 42)
 
 
@@ -488,15 +484,14 @@ def test_accept_commits_exactly_one_task(make_repo: MakeRepo, coord: Cli, seed: 
     run_scenario(make_repo, coord, seed, cli=seed in CLI_SEEDS)
 
 
-@pytest.mark.xfail(strict=True, reason=STALE_BUG)
 def test_report_survives_a_commit_elsewhere_in_the_file(make_repo: MakeRepo) -> None:
     """Seed 1309 shrunk: t0 owns line 1, t1 lines 3-6, line 2 is unowned.
 
     t1 turns `x b b V` into `b`. Whether it kept the first or the second `b` is a tie that
     git breaks differently with and without t0's edit of line 1 (`b` -> `X`) in the same
     diff: with it, t1's hunks are `-x -b` and `-V`; once t0 is committed, `-x` and `-b -V`.
-    t1's report, made before t0's commit, then no longer matches, though nothing of t1
-    changed and t0's commit did not even shift its lines.
+    t1's report, made before t0's commit, must still match: identities of range-granted
+    files are per range (its lines before and after), not per hunk.
     """
     from coordinator import tasks as coord_tasks
     from coordinator.accept import accept

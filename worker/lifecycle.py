@@ -34,7 +34,7 @@ from shared.models import (
     report_path,
 )
 from shared.signals import send
-from shared.tree import active_tasks, patch_digest, sync_ranges, to_entries, view
+from shared.tree import active_tasks, add_regions, patch_digest, sync_ranges, to_entries, view
 
 STARTABLE = (TaskState.ASSIGNED, TaskState.CHANGES_REQUESTED)
 
@@ -159,6 +159,7 @@ def _report(ctx: Ctx, task_id: str, *, status: str, session: str | None, summary
         raise CheckFailed(f"{task_id}: check failed: {names}; nothing was delivered")
     tv = view(ctx.repo, active_tasks(state))
     entries = to_entries(tv.task_changes(task_id))
+    add_regions(ctx.repo, entries, tv.task_changes(task_id), task)
     overlaps = [Overlap(path=report_path(ch.path), task_id=",".join(t for t in tids if t != task_id) or None,
                         note="a change here straddles grants" + (f" (line {h.old_start})" if h else ""))
                 for ch, h, tids in tv.attribution.conflicts if task_id in tids]
