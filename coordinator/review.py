@@ -176,6 +176,8 @@ def pending(ctx: Ctx) -> list[tuple[inbox.Entry, Report]]:
 
 
 def list_inbox(ctx: Ctx) -> dict[str, Any]:
+    # Maildir's rule: what a killed writer left in tmp/ goes after 36 hours.
+    inbox.sweep_tmp(ctx.lay.inbox)
     now = time.time()
     return {"reports": [report_summary(r, now - e.time_ns / 1e9) for e, r in pending(ctx)]}
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import inbox
 from shared import git, store
-from shared.context import Ctx, get_task
+from shared.context import Ctx
 from shared.diff import looks_binary
 from shared.errors import StateRefused, UsageError
 from shared.models import Grant, State, Task, TaskState, check_task_id
@@ -141,8 +141,3 @@ def status(ctx: Ctx) -> dict[str, Any]:
         "index_dirty": bool(staged),
         "staged": staged,
     }
-
-
-def load_task(ctx: Ctx, task_id: str) -> tuple[State, Task]:
-    state = store.load(ctx.lay)
-    return state, get_task(state, task_id)

@@ -10,7 +10,9 @@ from .maildir import (
     quarantine,
     read_report,
     reports_by_task,
+    sweep_tmp,
 )
 
 __all__ = ["Entry", "MAX_REPORT_BYTES", "archive", "deliver", "entries", "find_task_reports",
-           "quarantine", "read_report", "reports_by_task"]
+           "quarantine", "read_report", "reports_by_task",
+           "sweep_tmp"]

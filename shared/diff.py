@@ -10,7 +10,7 @@ import hashlib
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -310,12 +310,6 @@ def splice(base: bytes, hunks: Iterable[Hunk]) -> bytes:
         else:
             lines[h.old_start:h.old_start] = split_lines(h.added)
     return b"".join(lines)
-
-
-def iter_hunk_ids(changes: Iterable[FileChange]) -> Iterator[tuple[str, str]]:
-    for ch in changes:
-        for h in ch.hunks:
-            yield ch.path, h.sha256
 
 
 def shift_hunks(hunks: Sequence[Hunk], applied: Sequence[Hunk]) -> list[Hunk]:

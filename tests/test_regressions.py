@@ -142,3 +142,20 @@ def test_a_range_on_a_binary_file_is_refused(make_repo, coord) -> None:
     r = coord(repo, "assign", "A", "--title", "t", "--expect", "e", "--write", "b.bin:1-1")
     assert r.code == 2 and "binary" in r.doc["error"]["message"]
     assert json.loads(coord(repo, "status").stdout)["tasks"] == []
+
+
+def test_coord_inbox_sweeps_what_a_killed_writer_left_in_tmp(make_repo, coord) -> None:
+    import os
+    import time
+
+    repo = make_repo({"a.txt": "1\n"})
+    assert coord(repo, "init").code == 0
+    tmp = repo / ".git" / "coord" / "inbox" / "tmp"
+    old, fresh = tmp / "old-partial", tmp / "fresh-partial"
+    old.write_bytes(b'{"half')
+    fresh.write_bytes(b'{"half')
+    two_days_ago = time.time() - 48 * 3600
+    os.utime(old, (two_days_ago, two_days_ago))
+    r = coord(repo, "inbox")
+    assert r.code == 0 and r.doc["reports"] == []
+    assert not old.exists() and fresh.exists()  # a writer may still be busy with a fresh one
