@@ -5,9 +5,9 @@ STAMP := $(VENV)/.installed
 
 .PHONY: test demo bench smoke lint clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml shared inbox coordinator worker
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[test]'
+	$(BIN)/pip install --quiet --disable-pip-version-check --config-settings editable_mode=strict -e '.[test]'
 	touch $(STAMP)
 
 test: $(STAMP)
@@ -24,7 +24,7 @@ bench: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[test,lint]'
-	$(BIN)/ruff check shared inbox coordinator worker --select E,F,W,B,I --ignore E501
+	$(BIN)/ruff check shared inbox coordinator worker tests --select E,F,W,B,I,TID251 --ignore E501
 	$(BIN)/mypy
 
 clean:

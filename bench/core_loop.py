@@ -121,7 +121,7 @@ def fill_inbox(inbox_dir: Path, template: bytes, task_ids: list[str], count: int
     """Deliver `count` valid reports, cloned from a real one, through the product's own
     `inbox.deliver` (so names follow inbox/maildir.py) and check that each one parses."""
     sys.path.insert(0, str(ROOT))
-    import inbox  # the product's package: deliver writes tmp/, fsyncs, links into new/
+    from hunkwise import inbox  # the product's package: deliver writes tmp/, fsyncs, links into new/
 
     base = json.loads(template)
     names: list[str] = []
@@ -143,7 +143,7 @@ def fill_inbox(inbox_dir: Path, template: bytes, task_ids: list[str], count: int
 def listing_cost(inbox_root: Path, reps: int = 20) -> float:
     """Best-of-`reps` seconds of the product's `inbox.entries` on new/: the one step of
     `coord next` whose work grows with the number of pending reports."""
-    import inbox as product_inbox
+    from hunkwise import inbox as product_inbox
 
     best = float("inf")
     for _ in range(reps):

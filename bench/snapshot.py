@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ.clear()
         os.environ.update(sb.env)  # hermetic: the product's git.run reads os.environ
         sys.path.insert(0, str(ROOT))
-        from shared import diff as product_diff
+        from hunkwise.shared import diff as product_diff
 
         expected_tree = product_diff.snapshot(sb.repo).tree
 

@@ -18,20 +18,19 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import inbox
-from coordinator.review import newest_report, validate
-from shared import diff, git, store
-from shared.checks import run_checks
-from shared.context import Ctx, get_task, iso
-from shared.diff import FileChange
-from shared.errors import CheckFailed, StateRefused
-from shared.models import Report, Task, TaskState
-from shared.tree import TreeView, active_tasks, sync_ranges, view
-from shared.workspace import clean_checkout
+from hunkwise import inbox
+from hunkwise.coordinator.review import newest_report, validate
+from hunkwise.shared import diff, git, store
+from hunkwise.shared.checks import run_checks
+from hunkwise.shared.context import Ctx, get_task, iso
+from hunkwise.shared.diff import FileChange
+from hunkwise.shared.errors import CheckFailed, StateRefused
+from hunkwise.shared.models import Report, Task, TaskState
+from hunkwise.shared.tree import TreeView, active_tasks, sync_ranges, view
+from hunkwise.shared.workspace import clean_checkout
 
 MAX_ATTEMPTS = 5
 _TRAILER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*: \S")
-INDEX_LOCK_WAIT_S = float(os.environ.get("COORD_INDEX_LOCK_WAIT", "10"))
 COMMIT_LOCK_WAIT_S = 600.0
 
 
@@ -106,7 +105,8 @@ def reset_index_paths(ctx: Ctx, entries: dict[str, tuple[str, str] | None]) -> s
     Waits while someone holds index.lock; returns a warning instead of failing, since the
     commit has landed by then and must be recorded either way.
     """
-    deadline = time.monotonic() + INDEX_LOCK_WAIT_S
+    wait = float(os.environ.get("COORD_INDEX_LOCK_WAIT", "10"))
+    deadline = time.monotonic() + wait
     info = git.index_info(entries)
     while True:
         rc, _ = git.run_rc(ctx.repo, "update-index", "-z", "--index-info", input=info)
@@ -114,7 +114,7 @@ def reset_index_paths(ctx: Ctx, entries: dict[str, tuple[str, str] | None]) -> s
             return None
         if time.monotonic() > deadline:
             return ("committed, but the index stayed locked (index.lock) for "
-                    f"{INDEX_LOCK_WAIT_S:g}s; once it is free run: git reset -q -- "
+                    f"{wait:g}s; once it is free run: git reset -q -- "
                     + " ".join(list(entries)[:5]))
         time.sleep(0.05)
 

@@ -4,29 +4,25 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import click
 
-from shared.errors import CoordError
-from shared.output import clip, emit, fail, table
+from hunkwise.shared.cli import common, run, version_option
+from hunkwise.shared.output import clip, emit, table
 
 
-def _common(f: Callable[..., Any]) -> Callable[..., Any]:
-    f = click.option("--repo", "repo", default=None, metavar="PATH",
-                     help="Repository (default: the git top level of the current directory).")(f)
-    f = click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")(f)
-    return f
 
 
 def _ctx(repo: str | None):  # type: ignore[no-untyped-def]
-    from shared.context import open_repo
+    from hunkwise.shared.context import open_repo
 
     return open_repo(repo)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@version_option
 def cli() -> None:
     """Coordinate parallel workers on one git working tree."""
 
@@ -34,10 +30,10 @@ def cli() -> None:
 # ---- tasks ---------------------------------------------------------------------------
 
 @cli.command()
-@_common
+@common
 def init(as_json: bool, repo: str | None) -> None:
     """Create the state (idempotent) and print where it lives."""
-    from coordinator import tasks
+    from hunkwise.coordinator import tasks
 
     doc = tasks.init(_ctx(repo))
     emit(doc, as_json, lambda d: f"state: {d['state_dir']}")
@@ -51,11 +47,11 @@ def init(as_json: bool, repo: str | None) -> None:
               help="GLOB (gitignore-style, from the root) or PATH:START-END. Repeatable.")
 @click.option("--check", "checks", multiple=True, metavar="CMD", help="Targeted check. Repeatable.")
 @click.option("--exclusive", is_flag=True, help="Exclude every other grant on the matched files.")
-@_common
+@common
 def assign(task_id: str | None, title: str, expect: str, writes: tuple[str, ...],
            checks: tuple[str, ...], exclusive: bool, as_json: bool, repo: str | None) -> None:
     """Create a task with write grants; refuse (3) on any ownership conflict."""
-    from coordinator import tasks
+    from hunkwise.coordinator import tasks
 
     doc = tasks.assign(_ctx(repo), task_id=task_id, title=title, expect=expect,
                        writes=list(writes), checks=list(checks), exclusive=exclusive)
@@ -69,10 +65,10 @@ def assign(task_id: str | None, title: str, expect: str, writes: tuple[str, ...]
 
 
 @cli.command()
-@_common
+@common
 def status(as_json: bool, repo: str | None) -> None:
     """Tasks, claims, freeze, inbox, and changes in the tree that no task may commit."""
-    from coordinator import tasks
+    from hunkwise.coordinator import tasks
 
     doc = tasks.status(_ctx(repo))
 
@@ -112,10 +108,10 @@ def status(as_json: bool, repo: str | None) -> None:
 # ---- the inbox -------------------------------------------------------------------------
 
 @cli.command(name="inbox")
-@_common
+@common
 def inbox_cmd(as_json: bool, repo: str | None) -> None:
     """Pending reports, oldest first."""
-    from coordinator import review
+    from hunkwise.coordinator import review
 
     doc = review.list_inbox(_ctx(repo))
 
@@ -165,10 +161,10 @@ def _contract_text(r: dict[str, Any]) -> str:
 
 
 @cli.command(name="next")
-@_common
+@common
 def next_cmd(as_json: bool, repo: str | None) -> None:
     """Safe checkpoint: take the oldest pending report, validate it, print its contract."""
-    from coordinator import review
+    from hunkwise.coordinator import review
 
     doc = review.next_report(_ctx(repo))
 
@@ -187,15 +183,15 @@ def next_cmd(as_json: bool, repo: str | None) -> None:
 
 @cli.command(name="review")
 @click.argument("task_id")
-@_common
+@common
 def review_cmd(task_id: str, as_json: bool, repo: str | None) -> None:
     """Validate a task's newest report: exit 0 valid, 1 not."""
-    from coordinator import review
+    from hunkwise.coordinator import review
 
     doc = review.review(_ctx(repo), task_id)
     emit(doc, as_json, lambda d: f"{task_id} r{d['revision']}: {_findings_text(d)}")
     if not doc["ok"]:
-        raise SystemExit(1)
+        raise click.exceptions.Exit(1)
 
 
 # ---- verdicts ----------------------------------------------------------------------------
@@ -205,11 +201,11 @@ def review_cmd(task_id: str, as_json: bool, repo: str | None) -> None:
 @click.option("--message", default=None, metavar="M", help="Commit message instead of the report's.")
 @click.option("--recheck/--no-recheck", default=None,
               help="Run the task's checks on HEAD + exactly its changes first ([accept] recheck).")
-@_common
+@common
 def accept(task_id: str, message: str | None, recheck: bool | None, as_json: bool,
            repo: str | None) -> None:
     """Validate, then commit exactly the task's changes; print the commit id."""
-    from coordinator import accept as core
+    from hunkwise.coordinator import accept as core
 
     doc = core.accept(_ctx(repo), task_id, message=message, recheck=recheck)
     emit(doc, as_json, lambda d: f"{d['commit']}  {task_id}: {len(d['paths'])} path(s)")
@@ -218,10 +214,10 @@ def accept(task_id: str, message: str | None, recheck: bool | None, as_json: boo
 @cli.command(name="request-changes")
 @click.argument("task_id")
 @click.option("--note", required=True, help="What to change; the worker sees it at start.")
-@_common
+@common
 def request_changes(task_id: str, note: str, as_json: bool, repo: str | None) -> None:
     """Send the task back to its worker with a note."""
-    from coordinator import decide
+    from hunkwise.coordinator import decide
 
     doc = decide.request_changes(_ctx(repo), task_id, note)
     emit(doc, as_json, lambda d: f"{task_id}: changes requested")
@@ -231,10 +227,10 @@ def request_changes(task_id: str, note: str, as_json: bool, repo: str | None) ->
 @click.argument("task_id")
 @click.option("--note", required=True, help="Why.")
 @click.option("--discard", is_flag=True, help="Also remove exactly the task's changes from the tree.")
-@_common
+@common
 def reject(task_id: str, note: str, discard: bool, as_json: bool, repo: str | None) -> None:
     """Reject a task; its grants are released."""
-    from coordinator import decide
+    from hunkwise.coordinator import decide
 
     doc = decide.reject(_ctx(repo), task_id, note, discard)
     emit(doc, as_json, lambda d: f"{task_id}: rejected"
@@ -243,10 +239,10 @@ def reject(task_id: str, note: str, discard: bool, as_json: bool, repo: str | No
 
 @cli.command()
 @click.argument("task_id")
-@_common
+@common
 def defer(task_id: str, as_json: bool, repo: str | None) -> None:
     """Move a task to the next batch; its grants and edits stay."""
-    from coordinator import decide
+    from hunkwise.coordinator import decide
 
     doc = decide.defer(_ctx(repo), task_id)
     emit(doc, as_json, lambda d: f"{task_id}: deferred to batch {d['task']['batch']}")
@@ -254,10 +250,10 @@ def defer(task_id: str, as_json: bool, repo: str | None) -> None:
 
 @cli.command()
 @click.argument("task_id")
-@_common
+@common
 def revert(task_id: str, as_json: bool, repo: str | None) -> None:
     """Commit the exact inverse of an accepted task's commit."""
-    from coordinator import revert as core
+    from hunkwise.coordinator import revert as core
 
     doc = core.revert(_ctx(repo), task_id)
     emit(doc, as_json, lambda d: f"{d['commit']}  reverts {d['reverts'][:12]} ({task_id})"
@@ -269,10 +265,10 @@ def revert(task_id: str, as_json: bool, repo: str | None) -> None:
 @cli.command()
 @click.argument("task_id")
 @click.option("--note", default="", help="Added to the retroactive handoff.")
-@_common
+@common
 def recover(task_id: str, note: str, as_json: bool, repo: str | None) -> None:
     """Free a stale claim with a retroactive handoff; the task goes back to assigned."""
-    from coordinator import sessions
+    from hunkwise.coordinator import sessions
 
     doc = sessions.recover(_ctx(repo), task_id, note)
     emit(doc, as_json, lambda d: f"{task_id}: handoff to {d['released_reservation']} released"
@@ -282,10 +278,10 @@ def recover(task_id: str, note: str, as_json: bool, repo: str | None) -> None:
 
 @cli.command(name="signals")
 @click.option("--pending", "pending_only", is_flag=True, help="Only pending signals.")
-@_common
+@common
 def signals_cmd(pending_only: bool, as_json: bool, repo: str | None) -> None:
     """Every signal between sessions."""
-    from coordinator import sessions
+    from hunkwise.coordinator import sessions
 
     doc = sessions.signals(_ctx(repo), pending_only=pending_only)
     emit(doc, as_json, lambda d: table([(s["id"], s["from"], s["to"], s["type"], s["about"],
@@ -297,10 +293,10 @@ def signals_cmd(pending_only: bool, as_json: bool, repo: str | None) -> None:
 @cli.command()
 @click.argument("task_id")
 @click.option("--roles", required=True, help="Comma-separated roles, e.g. review,security,test.")
-@_common
+@common
 def audit(task_id: str, roles: str, as_json: bool, repo: str | None) -> None:
     """Ask reviewers of several roles; accept waits for every approval."""
-    from coordinator import sessions
+    from hunkwise.coordinator import sessions
 
     doc = sessions.audit(_ctx(repo), task_id, roles.split(","))
     emit(doc, as_json, lambda d: f"{task_id}: audit requested from {', '.join(d['audit'])}")
@@ -308,10 +304,10 @@ def audit(task_id: str, roles: str, as_json: bool, repo: str | None) -> None:
 
 @cli.command()
 @click.option("--all", "include_answered", is_flag=True, help="Include answered decisions.")
-@_common
+@common
 def decisions(include_answered: bool, as_json: bool, repo: str | None) -> None:
     """Decisions waiting for the human supervisor."""
-    from coordinator import sessions
+    from hunkwise.coordinator import sessions
 
     doc = sessions.decisions(_ctx(repo), include_answered=include_answered)
     emit(doc, as_json, lambda d: (table([(x["id"], x["task"], x["kind"], x["state"],
@@ -325,10 +321,10 @@ def decisions(include_answered: bool, as_json: bool, repo: str | None) -> None:
 @cli.command()
 @click.argument("decision_id")
 @click.option("--answer", required=True, help="The supervisor's answer.")
-@_common
+@common
 def decide(decision_id: str, answer: str, as_json: bool, repo: str | None) -> None:
     """Answer a decision; the asking worker sees it in worker signals."""
-    from coordinator import sessions
+    from hunkwise.coordinator import sessions
 
     doc = sessions.decide(_ctx(repo), decision_id, answer)
     emit(doc, as_json, lambda d: f"{decision_id}: answered")
@@ -336,10 +332,10 @@ def decide(decision_id: str, answer: str, as_json: bool, repo: str | None) -> No
 
 @cli.command(name="index")
 @click.option("--output", default=None, metavar="FILE", help="Also write the Markdown here.")
-@_common
+@common
 def index_cmd(output: str | None, as_json: bool, repo: str | None) -> None:
     """Render the session index (claims, stale claims, signals) as Markdown."""
-    from coordinator import sessions
+    from hunkwise.coordinator import sessions
 
     doc = sessions.index(_ctx(repo), output)
     emit(doc, as_json, lambda d: d["markdown"])
@@ -349,10 +345,10 @@ def index_cmd(output: str | None, as_json: bool, repo: str | None) -> None:
 
 @cli.command()
 @click.argument("task_id")
-@_common
+@common
 def restore(task_id: str, as_json: bool, repo: str | None) -> None:
     """Put a task's reported changes back into the tree after something destroyed them."""
-    from coordinator import protect
+    from hunkwise.coordinator import protect
 
     doc = protect.restore(_ctx(repo), task_id)
     emit(doc, as_json, lambda d: f"{task_id}: restored {', '.join(d['restored'])}"
@@ -362,10 +358,10 @@ def restore(task_id: str, as_json: bool, repo: str | None) -> None:
 @cli.command(name="install-hooks")
 @click.option("--agent", default=None, metavar="NAME",
               help="Also install an agent hook (claude: .claude/settings.local.json).")
-@_common
+@common
 def install_hooks(agent: str | None, as_json: bool, repo: str | None) -> None:
     """Refuse commits and moves of HEAD, branches and refs/stash by anyone but the coordinator."""
-    from coordinator import protect
+    from hunkwise.coordinator import protect
 
     doc = protect.install_hooks(_ctx(repo), agent)
     emit(doc, as_json, lambda d: "installed: " + ", ".join(d["hooks"])
@@ -374,10 +370,10 @@ def install_hooks(agent: str | None, as_json: bool, repo: str | None) -> None:
 
 
 @cli.command(name="uninstall-hooks")
-@_common
+@common
 def uninstall_hooks(as_json: bool, repo: str | None) -> None:
     """Remove hunkwise's hooks and put back the hooks they chained."""
-    from coordinator import protect
+    from hunkwise.coordinator import protect
 
     doc = protect.uninstall_hooks(_ctx(repo))
     emit(doc, as_json, lambda d: f"removed {len(d['removed'])} hook(s)"
@@ -387,22 +383,22 @@ def uninstall_hooks(as_json: bool, repo: str | None) -> None:
 @cli.command()
 def guard() -> None:
     """Agent hook (Claude Code PreToolUse): read the tool call on stdin, exit 2 to block it."""
-    from coordinator import protect
+    from hunkwise.coordinator import protect
 
     code, message = protect.guard(sys.stdin.read(1_000_000))
     if message:
         sys.stderr.write(message + "\n")
-    raise SystemExit(code)
+    raise click.exceptions.Exit(code)
 
 
 @cli.command()
 @click.option("--timeout", type=float, default=None, metavar="S", help="Stop after S seconds.")
 @click.option("--interval", type=float, default=5.0, show_default=True, metavar="S",
               help="Rescan the inbox at least this often.")
-@_common
+@common
 def watch(timeout: float | None, interval: float, as_json: bool, repo: str | None) -> None:
     """Watch the inbox and the tree; notify on reports, record writes outside grants."""
-    from coordinator import watch as core
+    from hunkwise.coordinator import watch as core
 
     doc = core.watch(_ctx(repo), timeout=timeout, interval=max(0.1, interval))
     emit(doc, as_json, lambda d: f"watched: {len(d['notified'])} report(s), {len(d['events'])} event(s)")
@@ -412,10 +408,10 @@ def watch(timeout: float | None, interval: float, as_json: bool, repo: str | Non
 
 @cli.command()
 @click.option("--defer-running", is_flag=True, help="Move in-progress tasks to the next batch.")
-@_common
+@common
 def freeze(defer_running: bool, as_json: bool, repo: str | None) -> None:
     """Close the batch: stop worker mutations and record the frozen set."""
-    from coordinator import freeze as core
+    from hunkwise.coordinator import freeze as core
 
     doc = core.freeze(_ctx(repo), defer_running=defer_running)
 
@@ -430,10 +426,10 @@ def freeze(defer_running: bool, as_json: bool, repo: str | None) -> None:
 
 @cli.command()
 @click.option("--junit", default=None, metavar="FILE", help="Also write a JUnit XML record.")
-@_common
+@common
 def verify(junit: str | None, as_json: bool, repo: str | None) -> None:
     """Run [verify] commands on exactly the frozen commit, in a clean checkout."""
-    from coordinator import freeze as core
+    from hunkwise.coordinator import freeze as core
 
     doc = core.verify(_ctx(repo), junit=junit)
 
@@ -446,42 +442,24 @@ def verify(junit: str | None, as_json: bool, repo: str | None) -> None:
 
     emit(doc, as_json, human)
     if not doc["ok"]:
-        raise SystemExit(1)
+        raise click.exceptions.Exit(1)
 
 
 @cli.command()
-@_common
+@common
 def thaw(as_json: bool, repo: str | None) -> None:
     """Lift the freeze; deferred tasks become startable in the new batch."""
-    from coordinator import freeze as core
+    from hunkwise.coordinator import freeze as core
 
     doc = core.thaw(_ctx(repo))
     emit(doc, as_json, lambda d: (f"thawed: batch {d['batch']} open" if d["thawed"] else "not frozen")
          + (f"; startable again: {', '.join(d['reopened'])}" if d["reopened"] else ""))
 
 
-def main() -> None:
-    as_json = "--json" in sys.argv[1:]
-    try:
-        cli.main(standalone_mode=False, prog_name="coord")
-    except CoordError as e:
-        sys.exit(fail(e, as_json, "coord"))
-    except click.exceptions.Abort:
-        fail(CoordError("interrupted"), as_json, "coord")
-        sys.exit(130)
-    except click.ClickException as e:
-        from shared.errors import UsageError
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run `coord` with `argv` (default: the process's arguments); return the exit code."""
+    return run(cli, "coord", argv)
 
-        if not as_json:
-            e.show()
-            sys.exit(e.exit_code)
-        sys.exit(fail(UsageError(e.format_message()), as_json, "coord"))
-    except KeyboardInterrupt:
-        sys.exit(130)
-    except Exception as e:
-        if type(e).__name__ == "ValidationError":
-            sys.exit(fail(e, as_json, "coord"))  # noqa: BLE001 - a bug: say so in one line, keep the trace on stderr
-        import traceback
 
-        traceback.print_exc()
-        sys.exit(fail(CoordError(f"internal error: {type(e).__name__}: {e}"), as_json, "coord"))
+def entry() -> None:
+    sys.exit(main())

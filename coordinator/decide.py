@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import inbox
-from shared import diff, git, store
-from shared.context import Ctx, get_task
-from shared.errors import StateRefused, UsageError
-from shared.models import Note, TaskState
-from shared.tree import TreeView, active_tasks, sync_ranges, view
-from shared.worktree import write_entries
+from hunkwise import inbox
+from hunkwise.shared import diff, git, store
+from hunkwise.shared.context import Ctx, get_task
+from hunkwise.shared.errors import StateRefused, UsageError
+from hunkwise.shared.models import Note, TaskState
+from hunkwise.shared.tree import TreeView, active_tasks, sync_ranges, view
+from hunkwise.shared.worktree import write_entries
 
 
 def _note(text: str, kind: str) -> Note:

@@ -26,11 +26,11 @@ from pathlib import Path
 from typing import Any, cast
 from xml.sax.saxutils import quoteattr
 
-from shared import config, diff, git, store
-from shared.context import Ctx, env_session, iso, machine_name
-from shared.errors import StateRefused, UsageError
-from shared.models import Freeze, TaskState
-from shared.workspace import clean_checkout
+from hunkwise.shared import config, diff, git, store
+from hunkwise.shared.context import Ctx, env_session, iso, machine_name
+from hunkwise.shared.errors import StateRefused, UsageError
+from hunkwise.shared.models import Freeze, TaskState
+from hunkwise.shared.workspace import clean_checkout
 
 TAIL_LINES = 40
 # Characters XML 1.0 forbids (terminal colours, for one, print ESC).

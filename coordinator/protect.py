@@ -16,18 +16,19 @@ import json
 import os
 import re
 import shlex
+import shutil
 import stat
 import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from shared import diff, git, store
-from shared.context import Ctx, get_task
-from shared.errors import StateRefused, UsageError
-from shared.models import TaskState, report_path
-from shared.tree import active_tasks, add_regions, identities, to_entries, view
-from shared.worktree import write_entries
+from hunkwise.shared import diff, git, store
+from hunkwise.shared.context import Ctx, get_task
+from hunkwise.shared.errors import StateRefused, UsageError
+from hunkwise.shared.models import TaskState, report_path
+from hunkwise.shared.tree import active_tasks, add_regions, identities, to_entries, view
+from hunkwise.shared.worktree import write_entries
 
 MARK = "# installed by hunkwise (coord install-hooks)"
 CHAINED = ".hunkwise-chained"
@@ -131,7 +132,15 @@ def uninstall_hooks(ctx: Ctx) -> dict[str, Any]:
 # ---- the Claude Code PreToolUse hook -------------------------------------------------------
 
 def _guard_command() -> str:
-    exe = Path(sys.argv[0]).resolve() if sys.argv and sys.argv[0] else Path("coord")
+    """The absolute `coord` of this installation: an agent's hook runs without our venv on
+    its PATH."""
+    beside = Path(sys.executable).parent / "coord"
+    if beside.exists():
+        exe = beside
+    elif sys.argv and sys.argv[0] and Path(sys.argv[0]).name == "coord":
+        exe = Path(sys.argv[0]).resolve()
+    else:
+        exe = Path(shutil.which("coord") or "coord")
     return f"{shlex.quote(str(exe))} guard"
 
 
@@ -332,8 +341,8 @@ def guard(stdin_text: str) -> tuple[int, str]:
 
 def lost_tasks(ctx: Ctx, tasks: list[Any], tv: Any) -> list[dict[str, Any]]:
     """Reported tasks whose reported changes are no longer all in the tree."""
-    import inbox
-    from coordinator.review import newest_report
+    from hunkwise import inbox
+    from hunkwise.coordinator.review import newest_report
 
     lost = []
     reported = [t for t in tasks if t.state == TaskState.REPORTED]
@@ -360,7 +369,7 @@ def restore(ctx: Ctx, task_id: str) -> dict[str, Any]:
 
 
 def _restore(ctx: Ctx, task_id: str) -> dict[str, Any]:
-    from coordinator.review import newest_report
+    from hunkwise.coordinator.review import newest_report
 
     state = store.load(ctx.lay)
     get_task(state, task_id)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.accept import reset_index_paths
-from shared import diff, git, store
-from shared.context import Ctx, get_task
-from shared.errors import StateRefused, UsageError
-from shared.models import Note, TaskState
-from shared.tree import sync_ranges
-from shared.worktree import current_oids, write_entries
+from hunkwise.coordinator.accept import reset_index_paths
+from hunkwise.shared import diff, git, store
+from hunkwise.shared.context import Ctx, get_task
+from hunkwise.shared.errors import StateRefused, UsageError
+from hunkwise.shared.models import Note, TaskState
+from hunkwise.shared.tree import sync_ranges
+from hunkwise.shared.worktree import current_oids, write_entries
 
 
 def revert(ctx: Ctx, task_id: str) -> dict[str, Any]:

@@ -11,13 +11,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import inbox
-from shared import git, store
-from shared.context import Ctx, get_task
-from shared.errors import UsageError
-from shared.models import Finding, Report, State, Task, report_path
-from shared.ownership import glob_matches
-from shared.tree import (
+from hunkwise import inbox
+from hunkwise.shared import git, store
+from hunkwise.shared.context import Ctx, get_task
+from hunkwise.shared.errors import UsageError
+from hunkwise.shared.models import Finding, Report, State, Task, report_path
+from hunkwise.shared.ownership import glob_matches
+from hunkwise.shared.tree import (
     TreeView,
     active_tasks,
     add_regions,

@@ -8,13 +8,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from shared import store
-from shared.context import Ctx, env_session, get_task, iso, machine_name
-from shared.errors import StateRefused, UsageError
-from shared.models import Checkpoint, SignalType, State, TaskState
-from shared.output import printable
-from shared.signals import save_handoff, send
-from shared.tree import active_tasks, view
+from hunkwise.shared import store
+from hunkwise.shared.context import Ctx, env_session, get_task, iso, machine_name
+from hunkwise.shared.errors import StateRefused, UsageError
+from hunkwise.shared.models import Checkpoint, SignalType, State, TaskState
+from hunkwise.shared.output import printable
+from hunkwise.shared.signals import save_handoff, send
+from hunkwise.shared.tree import active_tasks, view
 
 COORDINATOR = "coordinator"
 
@@ -68,7 +68,7 @@ def signals(ctx: Ctx, *, pending_only: bool) -> dict[str, Any]:
 
 
 def audit(ctx: Ctx, task_id: str, roles: list[str]) -> dict[str, Any]:
-    from shared.models import ROLE_RE
+    from hunkwise.shared.models import ROLE_RE
 
     roles = [r.strip() for r in roles if r.strip()]
     if not roles:

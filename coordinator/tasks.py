@@ -5,14 +5,14 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import inbox
-from shared import git, store
-from shared.context import Ctx
-from shared.diff import looks_binary
-from shared.errors import StateRefused, UsageError
-from shared.models import Grant, State, Task, TaskState, check_task_id
-from shared.ownership import find_conflicts
-from shared.tree import active_tasks, sync_ranges, view
+from hunkwise import inbox
+from hunkwise.shared import git, store
+from hunkwise.shared.context import Ctx
+from hunkwise.shared.diff import looks_binary
+from hunkwise.shared.errors import StateRefused, UsageError
+from hunkwise.shared.models import Grant, State, Task, TaskState, check_task_id
+from hunkwise.shared.ownership import find_conflicts
+from hunkwise.shared.tree import active_tasks, sync_ranges, view
 
 
 def init(ctx: Ctx) -> dict[str, Any]:
@@ -123,8 +123,8 @@ def status(ctx: Ctx) -> dict[str, Any]:
         row["unreported_changes"] = bool(row["stale"] and t.state == TaskState.IN_PROGRESS
                                          and tv.task_changes(t.id))
         rows.append(row)
-    from coordinator.protect import lost_tasks
-    from coordinator.watch import recent_events
+    from hunkwise.coordinator.protect import lost_tasks
+    from hunkwise.coordinator.watch import recent_events
 
     return {
         "events": recent_events(ctx.lay),

@@ -19,10 +19,10 @@ import sys
 import time
 from typing import Any
 
-import inbox
-from shared import git, store
-from shared.context import Ctx, iso
-from shared.ownership import glob_matches
+from hunkwise import inbox
+from hunkwise.shared import git, store
+from hunkwise.shared.context import Ctx, iso
+from hunkwise.shared.ownership import glob_matches
 
 EVENTS = "events.jsonl"
 SEEN = "watch-seen.json"
@@ -201,6 +201,10 @@ class Watcher:
         observer.schedule(Handler(), inbox_new, recursive=False)
         observer.schedule(Handler(), str(self.ctx.repo), recursive=True)
         observer.start()
+        # The watches are in place once start() returns (the emitters add them before
+        # their threads run): say so, so a supervisor's script can wait for it.
+        self.out.write("watching: ready\n")
+        self.out.flush()
         deadline = None if timeout is None else time.monotonic() + timeout
         next_scan = 0.0
         try:

@@ -22,9 +22,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from shared.errors import UsageError
-from shared.models import Report
-from shared.store import fsync_dir, strict_json_loads
+from hunkwise.shared.errors import UsageError
+from hunkwise.shared.models import Report
+from hunkwise.shared.store import fsync_dir, strict_json_loads
 
 MAX_REPORT_BYTES = 16 * 1024 * 1024
 _NAME_RE = re.compile(r"^(?P<t>\d{1,20})\.P\d+R[0-9a-f]+\.[A-Za-z0-9_.-]+,task=(?P<task>[A-Za-z0-9_.-]{1,64}),rev=(?P<rev>\d{1,9})$")

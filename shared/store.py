@@ -20,7 +20,6 @@ from . import git
 from .errors import StateRefused, UsageError
 from .models import State
 
-LOCK_TIMEOUT_S = float(os.environ.get("COORD_LOCK_TIMEOUT", "30"))
 
 
 def fsync_dir(path: Path) -> None:
@@ -122,7 +121,7 @@ def locked(lay: Layout, timeout: float | None = None, name: str = "lock") -> Ite
     import portalocker
 
     ensure(lay)
-    wait = LOCK_TIMEOUT_S if timeout is None else timeout
+    wait = float(os.environ.get("COORD_LOCK_TIMEOUT", "30")) if timeout is None else timeout
     path = lay.root / name
     try:
         lock = portalocker.Lock(str(path), mode="a", timeout=wait,

@@ -107,15 +107,45 @@ class Result:
 
 
 def run_cli(tool: str, repo: Path, *args: str, session: str | None = None,
-            env: dict[str, str] | None = None, json_out: bool = True, timeout: float = 120) -> Result:
-    e = dict(os.environ)
+            env: dict[str, str] | None = None, json_out: bool = True, timeout: float = 120,
+            process: bool = False) -> Result:
+    """Run `coord` or `worker` in `repo`: in this process by default (`main(argv)`, as
+    pre-commit's tests do), or as a real process with `process=True` for the process
+    contract (exit codes of the executable, signals, kills, concurrency).
+    HUNKWISE_TEST_PROCESS=1 runs every call as a process."""
+    e: dict[str, str] = {}
     if session:
         e["COORD_SESSION"] = session
     if env:
         e.update(env)
-    argv = [str(BIN / tool), *args] + (["--json"] if json_out else [])
-    p = subprocess.run(argv, cwd=repo, env=e, capture_output=True, text=True, timeout=timeout)
-    return Result(p.returncode, p.stdout, p.stderr)
+    argv = [*args] + (["--json"] if json_out else [])
+    if process or os.environ.get("HUNKWISE_TEST_PROCESS") == "1":
+        p = subprocess.run([str(BIN / tool), *argv], cwd=repo, env={**os.environ, **e},
+                           capture_output=True, text=True, timeout=timeout)
+        return Result(p.returncode, p.stdout, p.stderr)
+    return _run_here(tool, repo, argv, e)
+
+
+def _run_here(tool: str, repo: Path, argv: list[str], env: dict[str, str]) -> Result:
+    import contextlib
+    import io
+
+    if tool == "coord":
+        from hunkwise.coordinator.cli import main
+    else:
+        from hunkwise.worker.cli import main
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    out, err = io.StringIO(), io.StringIO()
+    os.environ.update(env)
+    os.chdir(repo)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(argv)
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+    return Result(code, out.getvalue(), err.getvalue())
 
 
 @pytest.fixture
@@ -126,3 +156,72 @@ def coord() -> Callable[..., Result]:
 @pytest.fixture
 def worker() -> Callable[..., Result]:
     return lambda repo, *a, **k: run_cli("worker", repo, *a, **k)
+
+
+class Lines:
+    """A process's output read line by line in the background, to wait for a condition
+    (a readiness line, an event) instead of sleeping for a fixed time."""
+
+    def __init__(self, stream: Any) -> None:
+        import queue
+        import threading
+
+        self.seen: list[str] = []
+        self._q: queue.Queue[str | None] = queue.Queue()
+
+        def pump() -> None:
+            for raw in iter(stream.readline, b""):
+                self._q.put(raw.decode("utf-8", "replace"))
+            self._q.put(None)
+
+        threading.Thread(target=pump, daemon=True).start()
+
+    def wait_for(self, needle: str, timeout: float = 60.0) -> str:
+        import queue
+        import time
+
+        deadline = time.monotonic() + timeout
+        for line in self.seen:
+            if needle in line:
+                return line
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError(f"no line with {needle!r} in {timeout}s; saw {self.seen}")
+            try:
+                line = self._q.get(timeout=left)
+            except queue.Empty:
+                continue
+            if line is None:
+                raise AssertionError(f"output ended without {needle!r}; saw {self.seen}")
+            self.seen.append(line)
+            if needle in line:
+                return line
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float = 60.0, what: str = "condition") -> Any:
+    """Poll `predicate` until it returns something truthy; fail after `timeout` seconds."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        got = predicate()
+        if got:
+            return got
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.02)
+
+
+def age_claims(repo: Path, *task_ids: str) -> None:
+    """Make these tasks' claims stale by moving their heartbeat back past their TTL, as a
+    worker that stopped beating would leave them: no test sleeps out a TTL."""
+    from hunkwise.shared import store
+    from hunkwise.shared.context import open_repo
+
+    with store.transaction(open_repo(str(repo)).lay) as state:
+        for tid in task_ids:
+            claim = state.tasks[tid].claim
+            assert claim is not None, f"{tid} has no claim to age"
+            claim.heartbeat -= claim.ttl + 1
+            claim.opened = min(claim.opened, claim.heartbeat)

@@ -319,7 +319,7 @@ def build(seed: int) -> Scenario:
 # ---- helpers ------------------------------------------------------------------------------
 
 def ctx_of(repo: Path) -> Any:
-    from shared.context import open_repo
+    from hunkwise.shared.context import open_repo
 
     return open_repo(str(repo))
 
@@ -413,10 +413,10 @@ def check_state(repo: Path, sc: Scenario, accepted: set[str], edited: set[str], 
 # ---- the property -------------------------------------------------------------------------
 
 def run_scenario(make_repo: MakeRepo, coord: Cli, seed: int, *, cli: bool) -> None:
-    from coordinator import tasks as coord_tasks
-    from coordinator.accept import accept
-    from coordinator.review import review
-    from worker import lifecycle
+    from hunkwise.coordinator import tasks as coord_tasks
+    from hunkwise.coordinator.accept import accept
+    from hunkwise.coordinator.review import review
+    from hunkwise.worker import lifecycle
 
     sc = build(seed)
     repo = make_repo({f.path: f.data(set()) for f in sc.files})
@@ -493,10 +493,10 @@ def test_report_survives_a_commit_elsewhere_in_the_file(make_repo: MakeRepo) -> 
     t1's report, made before t0's commit, must still match: identities of range-granted
     files are per range (its lines before and after), not per hunk.
     """
-    from coordinator import tasks as coord_tasks
-    from coordinator.accept import accept
-    from coordinator.review import review
-    from worker import lifecycle
+    from hunkwise.coordinator import tasks as coord_tasks
+    from hunkwise.coordinator.accept import accept
+    from hunkwise.coordinator.review import review
+    from hunkwise.worker import lifecycle
 
     repo = make_repo({"f.txt": "b\nU\nx\nb\nb\nV\n"})
     ctx = ctx_of(repo)

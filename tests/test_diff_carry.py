@@ -12,7 +12,7 @@ import random
 
 import pytest
 
-from shared.diff import Hunk, _touches, carry, splice
+from hunkwise.shared.diff import Hunk, _touches, carry, splice
 
 
 def _lines(n: int) -> list[bytes]:

@@ -694,8 +694,8 @@ def log_entries(log: Path) -> list[dict[str, Any]]:
 @pytest.mark.slow
 def test_no_report_lands_after_freeze_returns_while_eight_workers_race(
         make_repo: MakeRepo, coord: Cli, tmp_path: Path) -> None:
-    from coordinator import tasks as coord_tasks
-    from shared.context import open_repo
+    from hunkwise.coordinator import tasks as coord_tasks
+    from hunkwise.shared.context import open_repo
 
     repo = project(make_repo)
     ctx = open_repo(str(repo))

@@ -39,26 +39,26 @@ def files_in(repo: Path, sub: str) -> list[Path]:
 
 
 def _ctx(repo: Path):  # type: ignore[no-untyped-def]
-    from shared.context import open_repo
+    from hunkwise.shared.context import open_repo
 
     return open_repo(str(repo))
 
 
 def core_assign(repo: Path, task_id: str, *grants: str, checks: tuple[str, ...] = ()) -> None:
-    from coordinator import tasks
+    from hunkwise.coordinator import tasks
 
     tasks.assign(_ctx(repo), task_id=task_id, title=f"Title of {task_id}", expect="users see it",
                  writes=list(grants), checks=list(checks), exclusive=False)
 
 
 def core_start(repo: Path, task_id: str, session: str = SESS) -> None:
-    from worker import lifecycle
+    from hunkwise.worker import lifecycle
 
     lifecycle.start(_ctx(repo), task_id, session=session, role="worker")
 
 
 def core_done(repo: Path, task_id: str) -> tuple[Path, dict[str, Any]]:
-    from worker import lifecycle
+    from hunkwise.worker import lifecycle
 
     doc = lifecycle.done(_ctx(repo), task_id, session=None, summary=f"did {task_id}",
                          unfinished=[], message=None, run_checks=True)
@@ -67,7 +67,7 @@ def core_done(repo: Path, task_id: str) -> tuple[Path, dict[str, Any]]:
 
 
 def task_states(repo: Path) -> dict[str, str]:
-    from shared import store
+    from hunkwise.shared import store
 
     return {t.id: str(t.state) for t in store.load(_ctx(repo).lay).tasks.values()}
 
@@ -95,7 +95,7 @@ def drop(repo: Path, payload: bytes, task_id: str, rev: int, t_ns: int | None = 
 
 
 def deliver(repo: Path, doc: dict[str, Any]) -> Path:
-    import inbox
+    from hunkwise import inbox
 
     return inbox.deliver(inbox_dir(repo), json.dumps(doc).encode(), doc["task_id"], doc["revision"])
 
@@ -127,7 +127,7 @@ def test_32_workers_deliver_at_once(make_repo, coord) -> None:
     for t, p, (out, err) in zip(ids, procs, outs):
         assert p.returncode == 0, f"{t}: {out.decode()} {err.decode()}"
 
-    import inbox
+    from hunkwise import inbox
 
     new = files_in(repo, "new")
     assert len(new) == N_WORKERS
@@ -151,7 +151,7 @@ def test_32_workers_deliver_at_once(make_repo, coord) -> None:
 _HANGING_WRITER = """
 import os, sys, time
 from pathlib import Path
-import inbox.maildir as maildir
+import hunkwise.inbox.maildir as maildir
 
 def hang(src, dst, **kw):  # the process dies here: written and fsynced, never linked into new/
     time.sleep(300)
@@ -212,7 +212,7 @@ def test_partial_file_in_tmp_is_ignored(make_repo, coord) -> None:
 
 
 def test_deliver_never_overwrites_and_leaves_nothing_in_tmp(make_repo) -> None:
-    import inbox
+    from hunkwise import inbox
 
     repo, r1 = reported_repo(make_repo)
     payload = json.dumps(r1).encode()
@@ -224,8 +224,8 @@ def test_deliver_never_overwrites_and_leaves_nothing_in_tmp(make_repo) -> None:
 
 
 def test_deliver_refuses_oversized_payload(make_repo) -> None:
-    import inbox
-    from shared.errors import UsageError
+    from hunkwise import inbox
+    from hunkwise.shared.errors import UsageError
 
     repo, _ = reported_repo(make_repo)
     with pytest.raises(UsageError):

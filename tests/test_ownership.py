@@ -12,18 +12,18 @@ from pathlib import Path
 
 import pytest
 
-from shared import diff
-from shared.diff import FileChange, Hunk
-from shared.errors import UsageError
-from shared.models import Grant, Task, TaskState, check_task_id
-from shared.ownership import (
+from hunkwise.shared import diff
+from hunkwise.shared.diff import FileChange, Hunk
+from hunkwise.shared.errors import UsageError
+from hunkwise.shared.models import Grant, Task, TaskState, check_task_id
+from hunkwise.shared.ownership import (
     attribute,
     find_conflicts,
     glob_matches,
     map_range,
     patterns_may_overlap,
 )
-from shared.tree import view
+from hunkwise.shared.tree import view
 from tests.conftest import git, numbered, set_line, write
 
 MakeRepo = Callable[..., Path]

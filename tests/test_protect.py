@@ -100,21 +100,21 @@ def report_of(repo: Path, task_id: str) -> dict[str, Any]:
 
 
 def _ctx(repo: Path) -> Any:
-    from shared.context import open_repo
+    from hunkwise.shared.context import open_repo
 
     return open_repo(str(repo))
 
 
 def lost(repo: Path) -> list[dict[str, Any]]:
     """`coord status`'s "lost", computed in-process (the CLI is driven in its own tests)."""
-    from coordinator import tasks
+    from hunkwise.coordinator import tasks
 
     found: list[dict[str, Any]] = tasks.status(_ctx(repo))["lost"]
     return found
 
 
 def restore(repo: Path, task_id: str) -> dict[str, Any]:
-    from coordinator import protect
+    from hunkwise.coordinator import protect
 
     return protect.restore(_ctx(repo), task_id)
 
@@ -371,7 +371,7 @@ def test_restore_refuses_where_someone_changed_the_same_lines(hooked: Shared, co
 
 def test_restore_refuses_a_new_file_someone_else_recreated_and_restores_nothing(
         hooked: Shared) -> None:
-    from shared.errors import StateRefused
+    from hunkwise.shared.errors import StateRefused
 
     repo = hooked.repo
     wgit(repo, "reset", "--hard")
@@ -701,7 +701,7 @@ IGNORED = [  # not a Bash call we judge: exit 0, nothing printed
 
 @pytest.mark.parametrize("command,names", BLOCK + BLOCK_BUGS)
 def test_guard_blocks_whole_tree_git_commands(command: str, names: str) -> None:
-    from coordinator.protect import guard
+    from hunkwise.coordinator.protect import guard
 
     code, message = guard(_pre_tool_use(command))
     assert code == 2, f"not blocked: {command!r}"
@@ -711,14 +711,14 @@ def test_guard_blocks_whole_tree_git_commands(command: str, names: str) -> None:
 
 @pytest.mark.parametrize("command", ALLOW)
 def test_guard_lets_harmless_commands_through(command: str) -> None:
-    from coordinator.protect import guard
+    from hunkwise.coordinator.protect import guard
 
     assert guard(_pre_tool_use(command)) == (0, "")
 
 
 @pytest.mark.parametrize("stdin", [i[1] for i in IGNORED], ids=[i[0] for i in IGNORED])
 def test_guard_ignores_other_tools_and_malformed_input(stdin: str) -> None:
-    from coordinator.protect import guard
+    from hunkwise.coordinator.protect import guard
 
     assert guard(stdin) == (0, "")
 

@@ -41,7 +41,7 @@ def inbox_files(repo: Path, sub: str = "new") -> list[Path]:
 
 def task_state(repo: Path, task_id: str) -> dict[str, Any]:
     """The task as the state holds it (read in-process: `coord status` is driven elsewhere)."""
-    from shared import store
+    from hunkwise.shared import store
 
     ctx = _ctx(repo)
     return store.load(ctx.lay).tasks[task_id].public()
@@ -68,26 +68,26 @@ def delivered(r: Result) -> dict[str, Any]:
 # In-process core calls: the same functions the CLI runs, without interpreter start-up.
 
 def _ctx(repo: Path):  # type: ignore[no-untyped-def]
-    from shared.context import open_repo
+    from hunkwise.shared.context import open_repo
 
     return open_repo(str(repo))
 
 
 def core_assign(repo: Path, task_id: str, *grants: str, checks: tuple[str, ...] = ()) -> None:
-    from coordinator import tasks
+    from hunkwise.coordinator import tasks
 
     tasks.assign(_ctx(repo), task_id=task_id, title=f"Title of {task_id}", expect="users see it",
                  writes=list(grants), checks=list(checks), exclusive=False)
 
 
 def core_start(repo: Path, task_id: str, session: str | None = SESS_A) -> dict[str, Any]:
-    from worker import lifecycle
+    from hunkwise.worker import lifecycle
 
     return lifecycle.start(_ctx(repo), task_id, session=session, role="worker")
 
 
 def core_done(repo: Path, task_id: str) -> dict[str, Any]:
-    from worker import lifecycle
+    from hunkwise.worker import lifecycle
 
     doc = lifecycle.done(_ctx(repo), task_id, session=None, summary="s", unfinished=[],
                          message=None, run_checks=True)
@@ -95,7 +95,7 @@ def core_done(repo: Path, task_id: str) -> dict[str, Any]:
 
 
 def core_review(repo: Path, task_id: str) -> dict[str, Any]:
-    from coordinator import review
+    from hunkwise.coordinator import review
 
     return review.review(_ctx(repo), task_id)
 
@@ -152,7 +152,7 @@ def test_two_starts_in_the_same_minute_get_different_session_ids(make_repo, work
 
 def test_new_sessions_within_one_minute_never_collide(make_repo, monkeypatch) -> None:
     # Pin the clock so the collision path is taken deterministically.
-    import shared.context as context
+    import hunkwise.shared.context as context
 
     class Frozen(dt.datetime):
         @classmethod

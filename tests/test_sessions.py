@@ -3,7 +3,8 @@ audits, decisions and the Markdown view.
 
 Every flow runs on a real git repository through the `worker` and `coord` CLIs. Where a
 test only needs many signals or many reads to set the scene, it calls the core functions
-in-process (the code the CLI runs) to stay fast. Only the TTL tests sleep.
+in-process (the code the CLI runs) to stay fast. No test sleeps out a TTL: claims are aged in
+the state (`age_claims`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Result, git, numbered, write
+from tests.conftest import Result, age_claims, git, numbered, write
 
 Cli = Callable[..., Result]
 
@@ -35,7 +36,6 @@ TESTER = "sess-20260101-0000-test@m"
 
 SIG_ID = re.compile(r"^sig-(\d{8})-(\d{3,})$")
 DEC_ID = re.compile(r"^dec-(\d{8})-(\d{3,})$")
-TTL_WAIT = 1.2  # with [claims] ttl_seconds = 1
 
 
 # ---- helpers ---------------------------------------------------------------------------
@@ -47,10 +47,6 @@ def new_repo(make_repo: Callable[..., Path], *, ttl: int | None = None) -> Path:
     return make_repo(files)
 
 
-def long_ttl_from_now_on(repo: Path) -> None:
-    """A claim keeps the TTL it was opened with: claims opened after this stay live for a
-    minute, so a loaded machine cannot make them stale mid-test."""
-    write(repo, "coord.toml", "[claims]\nttl_seconds = 60\n")
 
 
 def ok(r: Result) -> Any:
@@ -67,7 +63,7 @@ def refused(r: Result, code: int) -> str:
 
 
 def _ctx(repo: Path):  # type: ignore[no-untyped-def]
-    from shared.context import open_repo
+    from hunkwise.shared.context import open_repo
 
     return open_repo(str(repo))
 
@@ -76,33 +72,33 @@ def _ctx(repo: Path):  # type: ignore[no-untyped-def]
 # through the CLI.
 
 def assign(repo: Path, task_id: str, *grants: str) -> None:
-    from coordinator import tasks
+    from hunkwise.coordinator import tasks
 
     tasks.assign(_ctx(repo), task_id=task_id, title=f"Title of {task_id}", expect="users see it",
                  writes=list(grants), checks=[], exclusive=False)
 
 
 def start(repo: Path, task_id: str, session: str) -> dict[str, Any]:
-    from worker import lifecycle
+    from hunkwise.worker import lifecycle
 
     return dict(lifecycle.start(_ctx(repo), task_id, session=session, role="worker"))
 
 
 def done(repo: Path, task_id: str, session: str) -> None:
-    from worker import lifecycle
+    from hunkwise.worker import lifecycle
 
     lifecycle.done(_ctx(repo), task_id, session=session, summary="s", unfinished=[],
                    message=None, run_checks=False)
 
 
 def status(repo: Path) -> dict[str, Any]:
-    from coordinator import tasks
+    from hunkwise.coordinator import tasks
 
     return dict(tasks.status(_ctx(repo)))
 
 
 def all_signals(repo: Path) -> list[dict[str, Any]]:
-    from coordinator import sessions
+    from hunkwise.coordinator import sessions
 
     return list(sessions.signals(_ctx(repo), pending_only=False)["signals"])
 
@@ -115,7 +111,7 @@ def task_row(status_doc: dict[str, Any], task_id: str) -> dict[str, Any]:
 
 def pull(repo: Path, session: str, *, ack: bool = False) -> list[dict[str, Any]]:
     """`worker signals` for one session, in-process."""
-    from worker import session as core
+    from hunkwise.worker import session as core
 
     return list(core.signals(_ctx(repo), session=session, do_ack=ack)["signals"])
 
@@ -123,7 +119,7 @@ def pull(repo: Path, session: str, *, ack: bool = False) -> list[dict[str, Any]]
 def send(repo: Path, sender: str, to: str, about: str, payload: str = "",
          kind: str = "BLOCKED_ON") -> dict[str, Any]:
     """`worker signal`, in-process."""
-    from worker import session as core
+    from hunkwise.worker import session as core
 
     return dict(core.signal(_ctx(repo), session=sender, to=to, kind=kind, about=about,
                             payload=payload)["signal"])
@@ -152,18 +148,16 @@ def test_live_claim_is_refused_to_a_second_session_and_never_recovered(make_repo
     assert (row["state"], row["session"], row["stale"]) == ("in_progress", SESS_A, False)
 
 
-@pytest.mark.slow
 def test_stale_claim_is_shown_recovered_and_restarted_by_another_session(make_repo, coord, worker):
-    repo = new_repo(make_repo, ttl=1)
+    repo = new_repo(make_repo)
     assign(repo, "t1", "f.txt")
     start(repo, "t1", SESS_A)
     write(repo, "f.txt", numbered(10).replace("line 3\n", "line 3 edited\n"))
-    from worker import session as core
+    from hunkwise.worker import session as core
 
     core.checkpoint(_ctx(repo), "t1", session=SESS_A, next_step="resume f.txt at ## Setup — context: x",
                     context="halfway through")
-    time.sleep(TTL_WAIT)
-    long_ttl_from_now_on(repo)
+    age_claims(repo, "t1")
 
     row = task_row(ok(coord(repo, "status")), "t1")
     assert row["state"] == "in_progress"
@@ -194,15 +188,13 @@ def test_stale_claim_is_shown_recovered_and_restarted_by_another_session(make_re
     assert SESS_B in msg
 
 
-@pytest.mark.slow
 def test_heartbeat_keeps_a_claim_alive(make_repo, coord, worker):
-    # ttl 2: the heartbeat must still be fresh when `coord status` runs, even under load.
-    repo = new_repo(make_repo, ttl=2)
+    repo = new_repo(make_repo)
     assign(repo, "t1", "f.txt")
     assign(repo, "t2", "g.txt")
     start(repo, "t1", SESS_A)
     start(repo, "t2", SESS_B)
-    time.sleep(2.2)
+    age_claims(repo, "t1", "t2")
     hb = ok(worker(repo, "heartbeat", "t1", session=SESS_A))
     assert hb["session"] == SESS_A
 
@@ -215,7 +207,7 @@ def test_heartbeat_keeps_a_claim_alive(make_repo, coord, worker):
 
 
 def claim_heartbeat(repo: Path, task_id: str) -> float:
-    from shared import store
+    from hunkwise.shared import store
 
     claim = store.load(_ctx(repo).lay).tasks[task_id].claim
     assert claim is not None
@@ -298,7 +290,7 @@ def test_bad_signal_type_or_target_exits_2_and_sends_nothing(make_repo, coord, w
 
 
 def test_nul_in_a_signal_is_refused_with_exit_2(make_repo, coord):
-    from shared.errors import CoordError
+    from hunkwise.shared.errors import CoordError
 
     repo = new_repo(make_repo)
     for about, payload in (("x", "a\x00b"), ("a\x00b", "p")):
@@ -378,7 +370,7 @@ def test_human_start_shows_the_checkpoint_before_anything_else(make_repo, coord,
     repo = new_repo(make_repo)
     assign(repo, "t1", "f.txt")
     start(repo, "t1", SESS_A)
-    from worker import session as core
+    from hunkwise.worker import session as core
 
     core.checkpoint(_ctx(repo), "t1", session=SESS_A, next_step=NEXT, context="ctx-line")
     r = worker(repo, "start", "t1", session=SESS_A, json_out=False)
@@ -436,7 +428,7 @@ def _audited_and_reported(coord: Cli, worker: Cli, repo: Path) -> None:
 def test_a_resubmission_needs_the_audit_again(make_repo, coord, worker):
     repo = new_repo(make_repo)
     _audited_and_reported(coord, worker, repo)
-    from worker import session as core
+    from hunkwise.worker import session as core
 
     for who in (REVIEW_R, SECURITY):
         core.review(_ctx(repo), "t1", session=who, verdict="approve", notes="ok")
@@ -476,7 +468,7 @@ def test_audit_gates_accept_until_every_role_approves(make_repo, coord, worker):
     assert "test" in msg
 
     ok(worker(repo, "review", "t1", "--verdict", "approve", "--notes", "fine", session=reviewer))
-    from worker import session as core
+    from hunkwise.worker import session as core
 
     core.review(_ctx(repo), "t1", session=SECURITY, verdict="approve", notes="fixed")
     assert git(repo, "rev-parse", "HEAD").strip() == head  # nothing was committed before
@@ -647,14 +639,12 @@ def test_index_holds_no_control_characters(make_repo, coord):
     assert bad == []
 
 
-@pytest.mark.slow
 def test_index_lists_stale_claims_apart(make_repo, coord, worker):
-    repo = new_repo(make_repo, ttl=1)
+    repo = new_repo(make_repo)
     assign(repo, "t1", "f.txt")
     assign(repo, "t2", "g.txt")
     start(repo, "t1", SESS_A)
-    time.sleep(TTL_WAIT)
-    long_ttl_from_now_on(repo)
+    age_claims(repo, "t1")
     start(repo, "t2", SESS_B)
     secs = tables(ok(coord(repo, "index"))["markdown"])
     active, stale = secs["Active claims"][2:], secs["Stale claims"][2:]

@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
-import time
 from pathlib import Path
 
-import inbox
-from shared.context import open_repo
-from tests.conftest import BIN, git, numbered, write
+from hunkwise import inbox
+from hunkwise.shared.context import open_repo
+from tests.conftest import BIN, Lines, git, numbered, wait_until, write
 
 
 def _setup(make_repo, coord, worker, n: int, log: Path) -> tuple[Path, list[str]]:
     repo = make_repo({"f.txt": numbered(5), "coord.toml":
                       f'[notify]\ncommand = "cat >> {log}; echo >> {log}"\n'})
-    from coordinator import tasks
+    from hunkwise.coordinator import tasks
 
     ctx = open_repo(str(repo))
     for i in range(n):  # scene-setting, in-process: the watcher is what is under test
@@ -47,12 +47,15 @@ def _notified(log: Path) -> list[dict]:
 def test_fifty_reports_at_once_notify_once_each(make_repo, coord, worker, tmp_path: Path) -> None:
     log = tmp_path / "notify.log"
     repo, _ = _setup(make_repo, coord, worker, 50, log)
-    proc = subprocess.Popen([str(BIN / "coord"), "watch", "--timeout", "6", "--interval", "0.5",
-                             "--json"], cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    time.sleep(1.0)
+    proc = subprocess.Popen([str(BIN / "coord"), "watch", "--interval", "0.5", "--json"],
+                            cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    lines = Lines(proc.stderr)
+    lines.wait_for("watching: ready")
     _deliver_many(repo, 50)
-    out, err = proc.communicate(timeout=30)
-    assert proc.returncode == 0, err.decode()
+    wait_until(lambda: len(_notified(log)) >= 50, what="50 notifications")
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0, "".join(lines.seen)
     got = _notified(log)
     assert sorted(d["task_id"] for d in got) == sorted(f"t{i}" for i in range(50))
     assert len(json.loads(out)["notified"]) == 50
@@ -77,24 +80,30 @@ def test_writes_outside_grants_and_during_freeze_become_events(make_repo, coord,
                                                                tmp_path: Path) -> None:
     repo = make_repo({"f.txt": numbered(5), ".gitignore": "build/\n"})
     assert coord(repo, "assign", "t1", "--title", "t", "--expect", "e", "--write", "src/**").code == 0
-    proc = subprocess.Popen([str(BIN / "coord"), "watch", "--timeout", "3", "--interval", "0.5"],
+    proc = subprocess.Popen([str(BIN / "coord"), "watch", "--interval", "0.5"],
                             cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    time.sleep(1.0)
+    lines = Lines(proc.stderr)
+    lines.wait_for("watching: ready")
     write(repo, "src/ok.py", "x = 1\n")          # inside a grant: no event
-    write(repo, "stray.txt", "oops\n")          # outside every grant
     write(repo, "build/out.o", "ignored\n")     # ignored by git: no event
-    proc.communicate(timeout=30)
+    write(repo, "stray.txt", "oops\n")          # outside every grant, written last
+    lines.wait_for("event: write-outside-grants: stray.txt")
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=60)
     events = coord(repo, "status").doc["events"]
     paths = {(e["kind"], e["path"]) for e in events}
     assert ("write-outside-grants", "stray.txt") in paths
     assert not any(p in ("src/ok.py", "build/out.o") for _, p in paths)
 
     assert coord(repo, "freeze").code == 0
-    proc = subprocess.Popen([str(BIN / "coord"), "watch", "--timeout", "2.5", "--interval", "0.5"],
+    proc = subprocess.Popen([str(BIN / "coord"), "watch", "--interval", "0.5"],
                             cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    time.sleep(1.0)
+    lines = Lines(proc.stderr)
+    lines.wait_for("watching: ready")
     write(repo, "src/ok.py", "x = 2\n")
-    proc.communicate(timeout=30)
+    lines.wait_for("event: write-during-freeze: src/ok.py")
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=60)
     events = coord(repo, "status").doc["events"]
     assert any(e["kind"] == "write-during-freeze" and e["path"] == "src/ok.py" for e in events)
     assert git(repo, "status", "--porcelain")  # the tree itself is left alone

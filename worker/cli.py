@@ -3,20 +3,15 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import click
 
-from shared.errors import CoordError
-from shared.output import emit, fail
+from hunkwise.shared.cli import common, run, version_option
+from hunkwise.shared.output import emit
 
 
-def _common(f: Callable[..., Any]) -> Callable[..., Any]:
-    f = click.option("--repo", "repo", default=None, metavar="PATH",
-                     help="Repository (default: the git top level of the current directory).")(f)
-    f = click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")(f)
-    return f
 
 
 def _session_opt(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -25,12 +20,13 @@ def _session_opt(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _ctx(repo: str | None):  # type: ignore[no-untyped-def]
-    from shared.context import open_repo
+    from hunkwise.shared.context import open_repo
 
     return open_repo(repo)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@version_option
 def cli() -> None:
     """Work on one task of a shared git working tree; never stage or commit."""
 
@@ -39,10 +35,10 @@ def cli() -> None:
 @click.argument("task_id")
 @_session_opt
 @click.option("--role", default="worker", show_default=True, help="Role in the session id.")
-@_common
+@common
 def start(task_id: str, session: str | None, role: str, as_json: bool, repo: str | None) -> None:
     """Claim a task and print its brief."""
-    from worker import lifecycle
+    from hunkwise.worker import lifecycle
 
     doc = lifecycle.start(_ctx(repo), task_id, session=session, role=role)
 
@@ -85,11 +81,11 @@ def _report_text(d: dict[str, Any]) -> str:
 @click.option("--commit-message", "message", default=None, metavar="M",
               help="Proposed commit message (first line is the subject).")
 @click.option("--no-run-checks", is_flag=True, help="Do not run the task's checks.")
-@_common
+@common
 def done(task_id: str, session: str | None, summary: str, unfinished: tuple[str, ...],
          message: str | None, no_run_checks: bool, as_json: bool, repo: str | None) -> None:
     """Run the checks, then deliver the task's report."""
-    from worker import lifecycle
+    from hunkwise.worker import lifecycle
 
     doc = lifecycle.done(_ctx(repo), task_id, session=session, summary=summary,
                          unfinished=list(unfinished), message=message,
@@ -101,10 +97,10 @@ def done(task_id: str, session: str | None, summary: str, unfinished: tuple[str,
 @click.argument("task_id")
 @_session_opt
 @click.option("--reason", required=True, help="What blocks the task.")
-@_common
+@common
 def blocked(task_id: str, session: str | None, reason: str, as_json: bool, repo: str | None) -> None:
     """Deliver a report saying the task is blocked."""
-    from worker import lifecycle
+    from hunkwise.worker import lifecycle
 
     emit(lifecycle.stopped(_ctx(repo), task_id, status="blocked", session=session, reason=reason),
          as_json, _report_text)
@@ -114,10 +110,10 @@ def blocked(task_id: str, session: str | None, reason: str, as_json: bool, repo:
 @click.argument("task_id")
 @_session_opt
 @click.option("--reason", required=True, help="Why the task failed.")
-@_common
+@common
 def failed(task_id: str, session: str | None, reason: str, as_json: bool, repo: str | None) -> None:
     """Deliver a report saying the task failed."""
-    from worker import lifecycle
+    from hunkwise.worker import lifecycle
 
     emit(lifecycle.stopped(_ctx(repo), task_id, status="failed", session=session, reason=reason),
          as_json, _report_text)
@@ -128,10 +124,10 @@ def failed(task_id: str, session: str | None, reason: str, as_json: bool, repo: 
 @cli.command()
 @click.argument("task_id")
 @_session_opt
-@_common
+@common
 def heartbeat(task_id: str, session: str | None, as_json: bool, repo: str | None) -> None:
     """Keep the claim alive."""
-    from worker import session as core
+    from hunkwise.worker import session as core
 
     doc = core.heartbeat(_ctx(repo), task_id, session=session)
     emit(doc, as_json, lambda d: f"{task_id}: heartbeat at {d['heartbeat']} (ttl {d['ttl_s']}s)")
@@ -143,11 +139,11 @@ def heartbeat(task_id: str, session: str | None, as_json: bool, repo: str | None
 @click.option("--next", "next_step", required=True,
               help='Where to resume: "resume <file> at <## Section> - context: <one line>".')
 @click.option("--context", default="", help="Context that is not in git.")
-@_common
+@common
 def checkpoint(task_id: str, session: str | None, next_step: str, context: str, as_json: bool,
                repo: str | None) -> None:
     """Record where you stand; the next worker start of this session shows it first."""
-    from worker import session as core
+    from hunkwise.worker import session as core
 
     doc = core.checkpoint(_ctx(repo), task_id, session=session, next_step=next_step, context=context)
     emit(doc, as_json, lambda d: f"checkpoint {d['signal']['id']}: {d['checkpoint']['next']}")
@@ -159,11 +155,11 @@ def checkpoint(task_id: str, session: str | None, next_step: str, context: str, 
 @click.option("--to", "target", required=True, help="Session id, <role>@<machine> or *.")
 @click.option("--next", "next_step", required=True, help="Where the next session resumes.")
 @click.option("--context", default="", help="Context that is not in git.")
-@_common
+@common
 def handoff(task_id: str, session: str | None, target: str, next_step: str, context: str,
             as_json: bool, repo: str | None) -> None:
     """Hand the task to another session and release the claim."""
-    from worker import session as core
+    from hunkwise.worker import session as core
 
     doc = core.handoff(_ctx(repo), task_id, session=session, to=target, next_step=next_step,
                        context=context)
@@ -177,11 +173,11 @@ def handoff(task_id: str, session: str | None, target: str, next_step: str, cont
 @click.option("--type", "kind", required=True, help="READY_FOR_REVIEW, REVIEWED, BLOCKED_ON, ...")
 @click.option("--about", required=True, help="What it is about (a task id, a file, ...).")
 @click.option("--payload", default="", help="Free text.")
-@_common
+@common
 def signal_cmd(session: str | None, target: str, kind: str, about: str, payload: str,
                as_json: bool, repo: str | None) -> None:
     """Send a signal to a session, a role, or everyone."""
-    from worker import session as core
+    from hunkwise.worker import session as core
 
     doc = core.signal(_ctx(repo), session=session, to=target, kind=kind, about=about, payload=payload)
     emit(doc, as_json, lambda d: f"sent {d['signal']['id']} to {target}")
@@ -190,10 +186,10 @@ def signal_cmd(session: str | None, target: str, kind: str, about: str, payload:
 @cli.command()
 @_session_opt
 @click.option("--ack", "do_ack", is_flag=True, help="Mark the listed signals delivered.")
-@_common
+@common
 def signals(session: str | None, do_ack: bool, as_json: bool, repo: str | None) -> None:
     """Pending signals for this session (direct and broadcast)."""
-    from worker import session as core
+    from hunkwise.worker import session as core
 
     doc = core.signals(_ctx(repo), session=session, do_ack=do_ack)
     emit(doc, as_json, lambda d: "\n".join(
@@ -206,11 +202,11 @@ def signals(session: str | None, do_ack: bool, as_json: bool, repo: str | None) 
 @_session_opt
 @click.option("--verdict", type=click.Choice(["approve", "changes"]), required=True)
 @click.option("--notes", default="", help="What you found.")
-@_common
+@common
 def review_cmd(task_id: str, session: str | None, verdict: str, notes: str, as_json: bool,
                repo: str | None) -> None:
     """Answer an audit request for your role (read from the session id)."""
-    from worker import session as core
+    from hunkwise.worker import session as core
 
     doc = core.review(_ctx(repo), task_id, session=session, verdict=verdict, notes=notes)
     emit(doc, as_json, lambda d: f"{task_id}: {d['role']} {verdict} delivered")
@@ -222,38 +218,20 @@ def review_cmd(task_id: str, session: str | None, verdict: str, notes: str, as_j
 @click.option("--question", required=True, help="The fork that needs a human.")
 @click.option("--kind", type=click.Choice(["priority", "architecture", "scope", "deploy"]),
               default="scope", show_default=True)
-@_common
+@common
 def ask(task_id: str, session: str | None, question: str, kind: str, as_json: bool,
         repo: str | None) -> None:
     """Raise a decision for the human supervisor; the answer comes as a signal."""
-    from worker import session as core
+    from hunkwise.worker import session as core
 
     doc = core.ask(_ctx(repo), task_id, session=session, question=question, kind=kind)
     emit(doc, as_json, lambda d: f"asked {d['decision']['id']}; see worker signals for the answer")
 
 
-def main() -> None:
-    as_json = "--json" in sys.argv[1:]
-    try:
-        cli.main(standalone_mode=False, prog_name="worker")
-    except CoordError as e:
-        sys.exit(fail(e, as_json, "worker"))
-    except click.exceptions.Abort:
-        fail(CoordError("interrupted"), as_json, "worker")
-        sys.exit(130)
-    except click.ClickException as e:
-        from shared.errors import UsageError
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run `worker` with `argv` (default: the process's arguments); return the exit code."""
+    return run(cli, "worker", argv)
 
-        if not as_json:
-            e.show()
-            sys.exit(e.exit_code)
-        sys.exit(fail(UsageError(e.format_message()), as_json, "worker"))
-    except KeyboardInterrupt:
-        sys.exit(130)
-    except Exception as e:
-        if type(e).__name__ == "ValidationError":
-            sys.exit(fail(e, as_json, "worker"))  # noqa: BLE001 - a bug: say so in one line, keep the trace on stderr
-        import traceback
 
-        traceback.print_exc()
-        sys.exit(fail(CoordError(f"internal error: {type(e).__name__}: {e}"), as_json, "worker"))
+def entry() -> None:
+    sys.exit(main())

@@ -10,10 +10,10 @@ import datetime as dt
 import secrets
 from typing import Any
 
-import inbox
-from shared import git, store
-from shared.checks import run_checks
-from shared.context import (
+from hunkwise import inbox
+from hunkwise.shared import git, store
+from hunkwise.shared.checks import run_checks
+from hunkwise.shared.context import (
     Ctx,
     check_session,
     env_session,
@@ -21,8 +21,8 @@ from shared.context import (
     new_session,
     refuse_if_frozen,
 )
-from shared.errors import CheckFailed, StateRefused, UsageError
-from shared.models import (
+from hunkwise.shared.errors import CheckFailed, StateRefused, UsageError
+from hunkwise.shared.models import (
     Claim,
     Overlap,
     ProposedCommit,
@@ -33,8 +33,8 @@ from shared.models import (
     TaskState,
     report_path,
 )
-from shared.signals import send
-from shared.tree import active_tasks, add_regions, patch_digest, sync_ranges, to_entries, view
+from hunkwise.shared.signals import send
+from hunkwise.shared.tree import active_tasks, add_regions, patch_digest, sync_ranges, to_entries, view
 
 STARTABLE = (TaskState.ASSIGNED, TaskState.CHANGES_REQUESTED)
 
@@ -62,7 +62,7 @@ def _check_holder(task: Task, session: str | None, now: float) -> None:
 
 def _may_take(task: Task, sess: str | None) -> None:
     """A handed-off task waits for its target."""
-    from shared.signals import addressed_to
+    from hunkwise.shared.signals import addressed_to
 
     target = task.reserved_for
     if target is None:
@@ -76,7 +76,7 @@ def _may_take(task: Task, sess: str | None) -> None:
 
 
 def start(ctx: Ctx, task_id: str, *, session: str | None, role: str) -> dict[str, Any]:
-    from shared.signals import pending_for
+    from hunkwise.shared.signals import pending_for
 
     ttl = ctx.config.claims.ttl_seconds
     with store.transaction(ctx.lay) as state:

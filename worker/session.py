@@ -7,9 +7,9 @@ import datetime as dt
 import secrets
 from typing import Any
 
-import inbox
-from shared import git, store
-from shared.context import (
+from hunkwise import inbox
+from hunkwise.shared import git, store
+from hunkwise.shared.context import (
     Ctx,
     check_session,
     env_session,
@@ -18,8 +18,8 @@ from shared.context import (
     refuse_if_frozen,
     session_role,
 )
-from shared.errors import StateRefused, UsageError
-from shared.models import (
+from hunkwise.shared.errors import StateRefused, UsageError
+from hunkwise.shared.models import (
     Checkpoint,
     Decision,
     ProposedCommit,
@@ -29,8 +29,8 @@ from shared.models import (
     Task,
     TaskState,
 )
-from shared.signals import ack, check_target, check_type, pending_for, save_handoff, send
-from shared.tree import active_tasks, view
+from hunkwise.shared.signals import ack, check_target, check_type, pending_for, save_handoff, send
+from hunkwise.shared.tree import active_tasks, view
 
 
 def _need_session(session: str | None) -> str:
