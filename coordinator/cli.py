@@ -356,17 +356,20 @@ def restore(task_id: str, as_json: bool, repo: str | None) -> None:
 
 
 @cli.command(name="install-hooks")
-@click.option("--agent", default=None, metavar="NAME",
-              help="Also install an agent hook (claude: .claude/settings.local.json).")
+@click.option("--agent", "agents", multiple=True, metavar="NAME",
+              help="Also install the agent guard: claude (.claude/settings.local.json) or "
+                   "codex (.codex/hooks.json, skills in .agents/skills). Repeatable.")
 @common
-def install_hooks(agent: str | None, as_json: bool, repo: str | None) -> None:
+def install_hooks(agents: tuple[str, ...], as_json: bool, repo: str | None) -> None:
     """Refuse commits and moves of HEAD, branches and refs/stash by anyone but the coordinator."""
     from hunkwise.coordinator import protect
 
-    doc = protect.install_hooks(_ctx(repo), agent)
+    doc = protect.install_hooks(_ctx(repo), agents)
     emit(doc, as_json, lambda d: "installed: " + ", ".join(d["hooks"])
          + (f"\nchained existing: {', '.join(d['chained'])}" if d["chained"] else "")
-         + (f"\nagent hook: {d['agent']}" if d.get("agent") else ""))
+         + "".join(f"\n{name} hook: {a['hook']}" + "".join(f"\n{name} skill: {s}"
+                                                          for s in a.get("skills", []))
+                   for name, a in d.get("agents", {}).items()))
 
 
 @cli.command(name="uninstall-hooks")
@@ -382,10 +385,10 @@ def uninstall_hooks(as_json: bool, repo: str | None) -> None:
 
 @cli.command()
 def guard() -> None:
-    """Agent hook (Claude Code PreToolUse): read the tool call on stdin, exit 2 to block it."""
-    from hunkwise.coordinator import protect
+    """Agent hook (Claude Code, Codex PreToolUse): read the tool call on stdin, exit 2 to block."""
+    from hunkwise.coordinator import guard as agent_guard
 
-    code, message = protect.guard(sys.stdin.read(1_000_000))
+    code, message = agent_guard.guard(sys.stdin.read(4_000_000))
     if message:
         sys.stderr.write(message + "\n")
     raise click.exceptions.Exit(code)

@@ -2,7 +2,8 @@
 
 - git hooks (`pre-commit`, `reference-transaction`) refuse commits and moves of HEAD,
   branches and refs/stash by anyone but the coordinator; existing hooks are chained;
-- an agent hook (Claude Code PreToolUse) blocks whole-tree git commands before they run;
+- agent hooks (Claude Code and Codex PreToolUse) run `coord guard` (guard.py) on every shell
+  command and file write of an agent, before it happens;
 - `coord restore` puts a task's reported changes back from the report's snapshot where
   something destroyed them, touching nothing else.
 
@@ -12,14 +13,15 @@ against accidents, not an access control: anyone can set it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-import re
 import shlex
 import shutil
 import stat
 import sys
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -89,11 +91,16 @@ def _ours(path: Path) -> bool:
         return False
 
 
-def install_hooks(ctx: Ctx, agent: str | None) -> dict[str, Any]:
-    if agent is not None:
-        if agent != "claude":
-            raise UsageError(f"unknown --agent {agent!r}: supported: claude")
-        _claude_hooks(_settings_path(ctx), _load_settings(_settings_path(ctx)))  # fail before writing
+AGENTS = ("claude", "codex")
+
+
+def install_hooks(ctx: Ctx, agents: Sequence[str] = ()) -> dict[str, Any]:
+    agents = list(dict.fromkeys(agents))  # `--agent` may repeat
+    for name in agents:
+        if name not in AGENTS:
+            raise UsageError(f"unknown --agent {name!r}: supported: {', '.join(AGENTS)}")
+        path = _agent_file(ctx, name)
+        _pre_tool_use(path, _load_settings(path))  # refuse a malformed file before writing
     d = hooks_dir(ctx)
     d.mkdir(parents=True, exist_ok=True)
     installed, chained = [], []
@@ -109,8 +116,14 @@ def install_hooks(ctx: Ctx, agent: str | None) -> dict[str, Any]:
         path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
         installed.append(str(path))
     doc: dict[str, Any] = {"hooks": installed, "chained": chained}
-    if agent is not None:
-        doc["agent"] = str(install_claude(ctx))
+    done: dict[str, Any] = {}
+    for name in agents:
+        done[name] = {"hook": str(install_agent(ctx, name))}
+        if name == "codex":
+            done[name]["skills"] = install_codex_skills(ctx)
+    if agents:
+        doc["agent"] = done[agents[0]]["hook"]  # the first agent's hook file, as before
+        doc["agents"] = done
     return doc
 
 
@@ -126,10 +139,24 @@ def uninstall_hooks(ctx: Ctx) -> dict[str, Any]:
         if keep.exists() and not path.exists():
             os.rename(keep, path)
             restored.append(name)
-    return {"removed": removed, "restored": restored, "agent": uninstall_claude(ctx)}
+    agents = {name: uninstall_agent(ctx, name) for name in AGENTS}
+    skills = uninstall_codex_skills(ctx)
+    return {"removed": removed, "restored": restored, "agent": agents["claude"],
+            "agents": agents, "skills": skills}
 
 
-# ---- the Claude Code PreToolUse hook -------------------------------------------------------
+# ---- the agents' PreToolUse hooks ----------------------------------------------------------
+# Claude Code reads .claude/settings.local.json; Codex reads <repo>/.codex/hooks.json (a
+# trusted project's layer; each new or changed hook is reviewed once in Codex's /hooks).
+# Both take {"hooks": {"PreToolUse": [{"matcher", "hooks": [{"type": "command",
+# "command"}]}]}}, pass the tool call as JSON on stdin and block on exit 2 with the reason on
+# stderr. Codex names its shell tool "Bash" in hook input and sends apply_patch's patch as
+# tool_input.command.
+
+_MATCHERS = {"claude": "Bash|Edit|Write|MultiEdit|NotebookEdit", "codex": "Bash|apply_patch"}
+_FILES = {"claude": (".claude", "settings.local.json"), "codex": (".codex", "hooks.json")}
+SKILLS = ("worker", "coordinator")
+
 
 def _guard_command() -> str:
     """The absolute `coord` of this installation: an agent's hook runs without our venv on
@@ -144,8 +171,9 @@ def _guard_command() -> str:
     return f"{shlex.quote(str(exe))} guard"
 
 
-def _settings_path(ctx: Ctx) -> Path:
-    return ctx.repo / ".claude" / "settings.local.json"
+def _agent_file(ctx: Ctx, agent: str) -> Path:
+    folder, name = _FILES[agent]
+    return ctx.repo / folder / name
 
 
 def _load_settings(path: Path) -> dict[str, Any]:
@@ -160,17 +188,55 @@ def _load_settings(path: Path) -> dict[str, Any]:
     return data
 
 
-def install_claude(ctx: Ctx) -> Path:
-    """Merge our PreToolUse hook into .claude/settings.local.json, keeping everything else."""
-    path = _settings_path(ctx)
+def install_agent(ctx: Ctx, agent: str) -> Path:
+    """Merge our PreToolUse hook into the agent's hook file, keeping everything else."""
+    path = _agent_file(ctx, agent)
     data = _load_settings(path)
-    pre = _claude_hooks(path, data)
-    entry = {"matcher": "Bash", "hooks": [{"type": "command", "command": _guard_command()}]}
+    pre = _pre_tool_use(path, data)
+    entry = {"matcher": _MATCHERS[agent],
+             "hooks": [{"type": "command", "command": _guard_command()}]}
     pre[:] = [e for e in pre if not _is_ours(e)] + [entry]
     path.parent.mkdir(parents=True, exist_ok=True)
     store.atomic_write(path, (json.dumps(data, indent=2) + "\n").encode())
-    _exclude(ctx, "/.claude/settings.local.json")
+    _exclude(ctx, "/" + path.relative_to(ctx.repo).as_posix())
     return path
+
+
+def install_claude(ctx: Ctx) -> Path:
+    return install_agent(ctx, "claude")
+
+
+def _skills_source() -> Path | None:
+    """skills/ of the source checkout this installation runs from (an editable install)."""
+    here = Path(__file__).resolve().parent.parent / "skills"
+    return here if all((here / s / "SKILL.md").is_file() for s in SKILLS) else None
+
+
+def install_codex_skills(ctx: Ctx) -> list[str]:
+    """Copy the skills where Codex reads a repository's skills: .agents/skills/<name>/."""
+    src = _skills_source()
+    if src is None:
+        return []
+    written = []
+    for s in SKILLS:
+        dest = ctx.repo / ".agents" / "skills" / f"hunkwise-{s}" / "SKILL.md"
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        store.atomic_write(dest, (src / s / "SKILL.md").read_bytes())
+        _exclude(ctx, f"/.agents/skills/hunkwise-{s}/")
+        written.append(str(dest))
+    return written
+
+
+def uninstall_codex_skills(ctx: Ctx) -> list[str]:
+    removed = []
+    for s in SKILLS:
+        dest = ctx.repo / ".agents" / "skills" / f"hunkwise-{s}" / "SKILL.md"
+        if dest.is_file() and f"name: hunkwise-{s}" in dest.read_text(errors="replace"):
+            dest.unlink()
+            with contextlib.suppress(OSError):
+                dest.parent.rmdir()
+            removed.append(str(dest))
+    return removed
 
 
 def _exclude(ctx: Ctx, pattern: str) -> None:
@@ -184,8 +250,8 @@ def _exclude(ctx: Ctx, pattern: str) -> None:
             f.write(("" if not text or text.endswith("\n") else "\n") + pattern + "\n")
 
 
-def _claude_hooks(path: Path, data: dict[str, Any]) -> list[Any]:
-    """The PreToolUse list of a settings document, created if absent; refuse odd shapes."""
+def _pre_tool_use(path: Path, data: dict[str, Any]) -> list[Any]:
+    """The PreToolUse list of a hooks document, created if absent; refuse odd shapes."""
     hooks = data.setdefault("hooks", {})
     if not isinstance(hooks, dict):
         raise UsageError(f"{path}: \"hooks\" is not a JSON object; nothing was changed")
@@ -201,8 +267,8 @@ def _is_ours(entry: Any) -> bool:
         and "coord" in str(h.get("command", "")) for h in entry.get("hooks", []))
 
 
-def uninstall_claude(ctx: Ctx) -> str | None:
-    path = _settings_path(ctx)
+def uninstall_agent(ctx: Ctx, agent: str) -> str | None:
+    path = _agent_file(ctx, agent)
     if not path.exists():
         return None
     data = _load_settings(path)
@@ -215,126 +281,11 @@ def uninstall_claude(ctx: Ctx) -> str | None:
         del data["hooks"]["PreToolUse"]
     if not data["hooks"]:
         del data["hooks"]
-    store.atomic_write(path, (json.dumps(data, indent=2) + "\n").encode())
+    if not data and agent == "codex":
+        path.unlink()  # a hooks.json holding nothing else was ours
+    else:
+        store.atomic_write(path, (json.dumps(data, indent=2) + "\n").encode())
     return str(path)
-
-
-_SAFE_STASH = {"list", "show"}
-_ALWAYS = {
-    "stash": "stashes every uncommitted change in the shared tree, other workers' too",
-    "switch": "moves HEAD and rewrites files other workers are editing",
-    "clean": "deletes untracked files, other workers' new files among them",
-    "add": "stages changes; only the coordinator stages (coord accept)",
-    "commit": "commits; only the coordinator commits (coord accept)",
-    "rebase": "rewrites history under every worker",
-    "pull": "moves HEAD and merges into files other workers are editing",
-    "merge": "moves HEAD and merges into files other workers are editing",
-    "cherry-pick": "commits into the shared branch",
-    "revert": "commits into the shared branch (the coordinator has coord revert)",
-    "am": "commits into the shared branch",
-    "rm": "stages deletions; only the coordinator stages",
-    "mv": "stages a move; move the file with plain mv instead",
-}
-_INSTEAD = ("this tree is shared with other workers. Edit files within your grants only, and "
-            "finish with `worker done TASK_ID` (or `worker blocked`/`worker failed`); the "
-            "coordinator stages and commits. To undo your own edit, edit the lines back.")
-
-
-_SUBST = re.compile(r"\$\(([^()]*)\)|`([^`]*)`")
-_SHELLS = {"sh", "bash", "zsh", "dash", "ksh"}
-
-
-def git_danger(command: str, depth: int = 0) -> str | None:
-    """Why a shell command line would destroy or sweep up shared work, or None."""
-    if depth > 4:
-        return None
-    for m in _SUBST.finditer(command):  # $(...) and `...` run too
-        why = git_danger(m.group(1) or m.group(2) or "", depth + 1)
-        if why:
-            return why
-    for seg in _segments(command):
-        flags = [i for i, a in enumerate(seg[1:], 1) if a.startswith("-") and not
-                 a.startswith("--") and "c" in a]
-        if seg and os.path.basename(seg[0]) in _SHELLS and flags:
-            i = flags[0]
-            if i + 1 < len(seg):
-                why = git_danger(seg[i + 1], depth + 1)
-                if why:
-                    return why
-            continue
-        if not seg or os.path.basename(seg[0]) != "git":
-            continue
-        args = seg[1:]
-        while args and args[0].startswith("-"):  # global options: -C dir, -c k=v, --no-pager
-            opt = args.pop(0)
-            if opt in ("-C", "-c", "--git-dir", "--work-tree", "--namespace") and args:
-                args.pop(0)
-        if not args:
-            continue
-        sub, rest = args[0], args[1:]
-        if sub == "stash" and rest and rest[0] in _SAFE_STASH:
-            continue
-        if sub in _ALWAYS and not (sub == "clean" and any(a in ("-n", "--dry-run") for a in rest)):
-            return f"`git {sub}` {_ALWAYS[sub]}"
-        if sub == "checkout":
-            return "`git checkout` moves HEAD or overwrites files with HEAD's content"
-        if sub == "restore" and not ("--staged" in rest or "-S" in rest) or (
-                sub == "restore" and ("--worktree" in rest or "-W" in rest)):
-            return "`git restore` overwrites files with HEAD's content"
-        if sub == "reset":
-            hard = [a for a in rest if a in ("--hard", "--keep", "--merge")]
-            if hard:
-                return f"`git reset {hard[0]}` overwrites the working tree"
-            revs = [a for a in rest if not a.startswith("-")]
-            if revs and "--" not in rest and revs[0] not in ("HEAD",):
-                return "`git reset <commit>` moves HEAD under every worker"
-        if sub == "branch" and any(a in ("-f", "--force", "-D", "-M") for a in rest):
-            return "`git branch` with force rewrites shared refs"
-    return None
-
-
-def _segments(command: str) -> list[list[str]]:
-    """Split a shell line into simple commands (on ; && || | and newlines)."""
-    command = command.replace("\r", "\n").replace("\n", " ; ")
-    try:
-        lex = shlex.shlex(command, posix=True, punctuation_chars=";&|()")
-        lex.whitespace_split = True
-        tokens = list(lex)
-    except ValueError:
-        tokens = command.split()
-    segs: list[list[str]] = [[]]
-    for t in tokens:
-        if t and set(t) <= set(";&|()"):
-            segs.append([])
-        else:
-            segs[-1].append(t)
-    # `env X=1 git ...`, `sudo git ...`, `VAR=x git ...`
-    cleaned = []
-    for s in segs:
-        while s and (s[0] in ("env", "sudo", "command", "exec", "nohup", "time") or
-                     ("=" in s[0] and not s[0].startswith("-"))):
-            s = s[1:]
-        cleaned.append(s)
-    return cleaned
-
-
-def guard(stdin_text: str) -> tuple[int, str]:
-    """A Claude Code PreToolUse hook: (exit code, message). Exit 2 blocks the tool call."""
-    try:
-        data = json.loads(stdin_text or "{}")
-    except ValueError:
-        return 0, ""  # not ours to judge
-    if not isinstance(data, dict):
-        return 0, ""
-    tool = data.get("tool_name")
-    tool_input = data.get("tool_input")
-    cmd = tool_input.get("command") if isinstance(tool_input, dict) else None
-    if tool != "Bash" or not isinstance(cmd, str):
-        return 0, ""
-    why = git_danger(cmd)
-    if why is None:
-        return 0, ""
-    return 2, f"hunkwise blocked this command: {why}; {_INSTEAD}"
 
 
 # ---- restore -------------------------------------------------------------------------------

@@ -570,7 +570,7 @@ def _settings(repo: Path) -> Path:
 
 
 def _ours(entries: list[Any]) -> list[dict[str, Any]]:
-    return [e for e in entries if e.get("matcher") == "Bash" and any(
+    return [e for e in entries if "Bash" in str(e.get("matcher")).split("|") and any(
         str(h.get("command", "")).endswith(" guard") for h in e.get("hooks", []))]
 
 
@@ -656,101 +656,3 @@ def test_agent_claude_with_malformed_settings_changes_nothing(plain: Shared, coo
     assert r.code == 2
     assert not (repo / ".git" / "hooks" / "pre-commit").exists()
     assert wgit(repo, "branch", "other").returncode == 0
-
-
-# ---- the guard ----------------------------------------------------------------------------
-
-BLOCK: list[Any] = [
-    ("git stash", "git stash"),
-    ("git stash push -m x", "git stash"),
-    ("git stash -u", "git stash"),
-    ("cd sub && git reset --hard", "git reset --hard"),
-    ("git -C . checkout -- .", "git checkout"),
-    ("git clean -fdx", "git clean"),
-    ("git add -A", "git add"),
-    ("git commit -a -m x", "git commit"),
-    ("git commit --amend --no-edit", "git commit"),
-    ("git rebase main", "git rebase"),
-    ("git pull", "git pull"),
-    ("git restore f.txt", "git restore"),
-    ("git restore --staged --worktree f.txt", "git restore"),
-    ("env FOO=1 git switch main", "git switch"),
-    ("git checkout -b other", "git checkout"),
-    ("git reset --hard HEAD~1", "git reset --hard"),
-    ("git branch -f main HEAD~1", "git branch"),
-    ("git status && git stash", "git stash"),
-    ("git --no-pager -c core.pager=cat stash", "git stash"),
-]
-BLOCK_BUGS = [
-    pytest.param("git status\ngit stash", "git stash", id="newline-separated"),
-    pytest.param("(cd sub && git stash)", "git stash", id="subshell"),
-]
-ALLOW = ["git diff", "git status", "git log -p", "git stash list", "git stash show -p",
-         "git restore --staged f.txt", "git clean -n", "ls; echo git stash",
-         "echo 'git reset --hard'", "grep -r 'git stash' docs"]
-IGNORED = [  # not a Bash call we judge: exit 0, nothing printed
-    ("non-bash-tool", _pre_tool_use("git stash", tool="Edit")),
-    ("non-bash-with-command",
-     json.dumps({"tool_name": "Write", "tool_input": {"command": "git stash"}})),
-    ("malformed", "{not json"),
-    ("empty", ""),
-    ("list", "[1, 2]"),
-    ("no-tool-input", json.dumps({"tool_name": "Bash"})),
-]
-
-
-@pytest.mark.parametrize("command,names", BLOCK + BLOCK_BUGS)
-def test_guard_blocks_whole_tree_git_commands(command: str, names: str) -> None:
-    from hunkwise.coordinator.protect import guard
-
-    code, message = guard(_pre_tool_use(command))
-    assert code == 2, f"not blocked: {command!r}"
-    assert f"`{names}`" in message or names in message, message
-    assert "worker done" in message  # what to do instead
-
-
-@pytest.mark.parametrize("command", ALLOW)
-def test_guard_lets_harmless_commands_through(command: str) -> None:
-    from hunkwise.coordinator.protect import guard
-
-    assert guard(_pre_tool_use(command)) == (0, "")
-
-
-@pytest.mark.parametrize("stdin", [i[1] for i in IGNORED], ids=[i[0] for i in IGNORED])
-def test_guard_ignores_other_tools_and_malformed_input(stdin: str) -> None:
-    from hunkwise.coordinator.protect import guard
-
-    assert guard(stdin) == (0, "")
-
-
-def test_coord_guard_cli_exit_codes_and_messages(tmp_path: Path) -> None:
-    """`coord guard` as Claude Code runs it (no --json, the call on stdin), a few cases at once.
-
-    The parsing itself is covered in-process above; this checks the command's exit codes and
-    streams: 2 and a message on stderr to block, 0 and silence to let through.
-    """
-    blocked = ["git stash", "cd sub && git reset --hard", "env FOO=1 git switch main"]
-    cases: list[tuple[str, int, str | None]] = [
-        (_pre_tool_use(c), 2, names) for c, names in BLOCK if c in blocked]
-    cases += [(_pre_tool_use(c), 0, None) for c in ("git status", "git stash list",
-                                                     "ls; echo git stash")]
-    cases += [(s, 0, None) for i, s in IGNORED if i in ("non-bash-tool", "malformed")]
-    assert len(cases) == 8
-    procs = [subprocess.Popen([str(BIN / "coord"), "guard"], cwd=tmp_path, stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for _ in cases]
-    for p, (stdin, code, names) in zip(procs, cases):
-        out, err = p.communicate(stdin, timeout=60)
-        assert out == "", stdin
-        assert p.returncode == code, f"{stdin}: exit {p.returncode}: {err}"
-        if names is None:
-            assert err == "", f"{stdin}: {err}"
-        else:
-            assert names in err and "worker done" in err and "hunkwise" in err, err
-
-
-def test_coord_guard_survives_a_non_object_tool_input(tmp_path: Path) -> None:
-    p = subprocess.run([str(BIN / "coord"), "guard"], check=False, cwd=tmp_path,
-                       capture_output=True, text=True,
-                       input=json.dumps({"tool_name": "Bash", "tool_input": "git status"}))
-    assert (p.returncode, p.stdout, p.stderr) == (0, "", "")

@@ -1,0 +1,459 @@
+"""The agent guard (`coord guard`): an allow-list for workers' shell commands and file writes.
+
+The command table is checked on the pure function, then through the hook's JSON as an
+agent sends it, then a few cases through the `coord guard` executable. Writes are checked
+against the grants of a real shared tree's state; the Codex install on a real repository.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hunkwise.coordinator.guard import Blocked, check_command, check_writes, guard, patch_paths
+from hunkwise.shared.models import Grant
+from tests.conftest import BIN, Result, git, numbered, write
+
+Cli = Callable[..., Result]
+WORKER_ENV: dict[str, str] = {}  # no COORD_SESSION, no HUNKWISE_COORDINATOR
+
+
+def ok(r: Result) -> Any:
+    assert r.code == 0, f"exit {r.code}\nstdout: {r.stdout}\nstderr: {r.stderr}"
+    return r.doc
+
+
+def call(tool: str, tool_input: dict[str, Any], cwd: str = "/tmp") -> str:
+    """The JSON an agent writes on a PreToolUse hook's stdin."""
+    return json.dumps({"session_id": "abc", "transcript_path": "/tmp/t.jsonl", "cwd": cwd,
+                       "hook_event_name": "PreToolUse", "tool_name": tool,
+                       "tool_input": tool_input, "tool_use_id": "toolu_1"})
+
+
+def bash(command: str) -> str:
+    return call("Bash", {"command": command, "description": "run it"})
+
+
+# ---- the command table --------------------------------------------------------------------
+# (command line, a word the block message must name)
+
+BLOCKED: list[tuple[str, str]] = [
+    # the bypasses of issue 10
+    ("git diff | git apply -R", "git apply -R"),
+    ("git diff > p && git apply -R p", "git apply -R p"),
+    ("git checkout-index -f -a", "git checkout-index"),
+    ("git read-tree -u --reset HEAD", "git read-tree"),
+    ("git reset --har", "git reset --har"),
+    ("git -c alias.s=stash s", "alias.s=stash"),
+    ("git -c core.hooksPath=/dev/null commit -am x", "core.hooksPath"),
+    ("git -c Alias.st=stash st", "Alias.st"),
+    ("git --config-env=alias.s=X s", "config-env"),
+    ("xargs git add < files", "xargs"),
+    ("cat files | xargs -n1 git add", "xargs"),
+    # each wrapper
+    ("timeout 5 git stash", "timeout"),
+    ("nice -n 10 git checkout -- .", "nice"),
+    ("env git stash", "env"),
+    ("env FOO=1 git switch main", "env"),
+    ("nohup git reset --hard &", "nohup"),
+    ("stdbuf -oL git clean -fdx", "stdbuf"),
+    ("time git stash", "time"),
+    ("command git stash", "command"),
+    ("exec git stash", "exec"),
+    ("sudo git reset --hard", "sudo"),
+    ("find . -name '*.py' -exec git checkout {} \\;", "find"),
+    ("watch git status", "watch"),
+    ("eval 'git stash'", "eval"),
+    ("eval \"git \"stash", "eval"),
+    ("sh -c 'git stash'", "sh"),
+    ("bash -c \"git reset --hard\"", "bash"),
+    ("bash -lc 'cd sub && git stash'", "bash"),
+    ("echo 'git stash' | sh", "sh"),
+    ("bash <<EOF\ngit stash\nEOF", "bash"),
+    ("python3 -c \"import os; os.system('git stash')\"", "python3"),
+    ("echo $(git stash)", "substitution"),
+    ("echo \"$(git status)\"", "substitution"),
+    ("echo `git stash`", "substitution"),
+    ("x=$(git reset --hard)", "substitution"),
+    ("cat <(git stash)", "substitution"),
+    ("cat <<EOF\n$(git stash)\nEOF", "substitution"),
+    ("$(echo git) stash", "substitution"),
+    ("$GIT stash", "which program"),
+    ("/usr/bin/gi? stash", "which program"),
+    ("{git,x} stash", "which program"),
+    # write commands, with and without separators, subshells, spelling tricks
+    ("git stash", "git stash"),
+    ("git stash push -m x", "git stash"),
+    ("git stash -u", "git stash"),
+    ("git stash pop", "git stash"),
+    ("cd sub && git reset --hard", "git reset --hard"),
+    ("git -C . checkout -- .", "git checkout"),
+    ("git checkout -b other", "git checkout"),
+    ("git switch main", "git switch"),
+    ("git restore f.txt", "git restore"),
+    ("git restore --staged f.txt", "git restore"),
+    ("git clean -fdx", "git clean"),
+    ("git clean -fd -en", "git clean"),
+    ("git clean -i", "git clean"),
+    ("git add -A", "git add"),
+    ("git add f.txt", "git add"),
+    ("git commit -a -m x", "git commit"),
+    ("git commit --amend --no-edit", "git commit"),
+    ("git rm --cached f.txt", "git rm"),
+    ("git mv a b", "git mv"),
+    ("git rebase main", "git rebase"),
+    ("git pull", "git pull"),
+    ("git merge other", "git merge"),
+    ("git cherry-pick abc", "git cherry-pick"),
+    ("git revert HEAD", "git revert"),
+    ("git am < mail", "git am"),
+    ("git apply p.diff", "git apply"),
+    ("git apply --stat --apply p.diff", "git apply"),
+    ("git update-index --assume-unchanged f", "git update-index"),
+    ("git update-ref HEAD HEAD~1", "git update-ref"),
+    ("git branch -f main HEAD~1", "git branch"),
+    ("git branch -D other", "git branch"),
+    ("git branch newname", "git branch"),
+    ("git tag v1", "git tag"),
+    ("git tag -d v1", "git tag"),
+    ("git worktree add ../x", "git worktree"),
+    ("git config user.name X", "git config"),
+    ("git config --unset user.name", "git config"),
+    ("git config alias.s stash", "git config"),
+    ("git diff --output=x.patch", "--output"),
+    ("git diff --out=x.patch", "--out"),
+    ("git log -p --outp=x", "--outp"),
+    ("git diff --ext-diff", "--ext-diff"),
+    ("git grep -O vim TODO", "-O"),
+    ("git stash show --output=x", "git stash"),
+    ("git fetch", "git fetch"),
+    ("git push", "git push"),
+    ("git gc --prune=now", "git gc"),
+    ("git reflog expire --all", "git reflog"),
+    ("git submodule update", "git submodule"),
+    ("git-stash", "git-stash"),
+    ("git status && git stash", "git stash"),
+    ("git status\ngit stash", "git stash"),
+    ("git status; git stash", "git stash"),
+    ("git status || git stash", "git stash"),
+    ("(cd sub && git stash)", "git stash"),
+    ("{ git stash; }", "git stash"),
+    ("if true; then git stash; fi", "git stash"),
+    ("for f in a b; do git checkout -- a; done", "git checkout"),
+    ("g\\it stash", "git stash"),
+    ("'git' stash", "git stash"),
+    ("\"g\"'it' stash", "git stash"),
+    ("/usr/bin/git stash", "git stash"),
+    ("git --no-pager -c core.pager=cat stash", "git stash"),
+    ("GIT_DIR=/tmp/x git status", "GIT_DIR"),
+    ("GIT_EXTERNAL_DIFF=rm git diff", "GIT_EXTERNAL_DIFF"),
+    ("PAGER='sh -c x' git log", "PAGER"),
+    ("git -c core.pager='rm -rf .' log", "core.pager"),
+    ("git -c diff.external=x diff", "diff.external"),
+    ("git add $f", "$f"),
+    ("git $SUB", "$SUB"),
+    ("git status 'unterminated", "cannot parse"),
+    ("echo $(", "cannot parse"),
+    ("cat <<", "cannot parse"),
+]
+
+ALLOWED = [
+    "git status", "git status --porcelain=v2 -z", "git diff", "git diff --cached",
+    "git diff HEAD~1 -- f.txt", "git diff --stat", "git diff --output-indicator-new=+",
+    "git log -p", "git log --oneline -5 2>/dev/null | head -3", "git show HEAD:f.txt",
+    "git blame -L 1,5 f.txt", "git grep -n TODO", "git ls-files -z", "git ls-tree HEAD",
+    "git cat-file -p HEAD", "git rev-parse --show-toplevel", "git describe --tags",
+    "git merge-base HEAD main", "git for-each-ref refs/heads", "git branch", "git branch -a",
+    "git branch -av", "git branch --list 'feat*'", "git branch --show-current", "git tag",
+    "git tag -l 'v*'", "git tag -n5", "git stash list", "git stash show -p",
+    "git worktree list", "git worktree list --porcelain", "git config user.name",
+    "git config --get user.email", "git config --list", "git config get user.name",
+    "git config --show-origin --get-regexp alias", "git apply --check p.diff",
+    "git apply --stat p.diff", "git apply --numstat -R p.diff", "git diff | git apply --check -R",
+    "git clean -n", "git clean -nf", "git clean --dry-run -d", "git clean -fdn",
+    "git -C sub status", "git --no-pager log", "git -c color.ui=always diff",
+    "git -c core.pager=cat log", "GIT_PAGER=cat git log", "LC_ALL=C git status",
+    "git reflog", "git remote -v", "git --version", "git", "git help stash",
+    "git diff -- \"$file\"", "git log --format='%H %s'", "git status # and no stash",
+    "ls; echo git stash", "echo 'git reset --hard'", "grep -r 'git stash' docs",
+    "cat .gitignore", "command -v git", "which git", "pytest -q tests/test_guard.py",
+    "python -m pytest -x", "make test", "sed -n 1,10p f.txt > /tmp/x", "echo $HOME",
+    "for f in *.py; do wc -l \"$f\"; done", "export A=1", "cd sub && ls -la",
+    "find . -name '*.py' -newer f.txt", "ls | xargs wc -l", "timeout 60 pytest -q",
+    "git log | awk '{print $1}'", "echo hi | bash", "worker done t1 --summary 'x'",
+    "coord status",
+]
+
+
+def test_the_table_is_large_enough() -> None:
+    assert len(BLOCKED) + len(ALLOWED) >= 60
+    assert len(set(c for c, _ in BLOCKED)) == len(BLOCKED)
+    assert len(set(ALLOWED)) == len(ALLOWED)
+
+
+@pytest.mark.parametrize("command,names", BLOCKED, ids=[c for c, _ in BLOCKED])
+def test_blocked_commands(command: str, names: str) -> None:
+    found = check_command(command)
+    assert found is not None, f"not blocked: {command!r}"
+    message = found.message()
+    assert names in message, message
+    # the way out names a hunkwise command
+    assert "worker done" in message
+    assert any(w in found.instead for w in ("worker ", "coord ", "directly", "literally",
+                                             "write")), found.instead
+
+
+@pytest.mark.parametrize("command", ALLOWED)
+def test_allowed_commands(command: str) -> None:
+    found = check_command(command)
+    assert found is None, f"{command!r}: {found and found.message()}"
+
+
+@pytest.mark.parametrize("command,instead", [
+    ("git stash", "coord restore"), ("git checkout -- f.txt", "coord restore"),
+    ("git reset --hard", "coord restore"), ("git commit -am x", "worker done"),
+    ("git add -A", "coord accept"), ("git rebase main", "worker blocked"),
+    ("git fetch", "worker blocked"),
+])
+def test_the_message_names_the_hunkwise_command_to_use_instead(command: str,
+                                                                instead: str) -> None:
+    found = check_command(command)
+    assert found is not None and instead in found.instead
+
+
+# ---- the hook's JSON ----------------------------------------------------------------------
+
+def test_guard_blocks_and_allows_through_the_hook_json() -> None:
+    code, message = guard(bash("git reset --har"), WORKER_ENV)
+    assert code == 2 and "git reset --har" in message
+    assert guard(bash("git status"), WORKER_ENV) == (0, "")
+
+
+@pytest.mark.parametrize("env", [{"HUNKWISE_COORDINATOR": "1"},
+                                 {"COORD_SESSION": "sess-20260101-0000-coord@host"},
+                                 {"COORD_SESSION": "sess-20260101-0000-coordinator.2@host"}])
+def test_the_coordinators_session_is_not_restricted(env: dict[str, str]) -> None:
+    assert guard(bash("git stash"), env) == (0, "")
+
+
+def test_a_worker_session_is_restricted() -> None:
+    env = {"COORD_SESSION": "sess-20260101-0000-backend@host", "HUNKWISE_COORDINATOR": "0"}
+    assert guard(bash("git stash"), env)[0] == 2
+
+
+@pytest.mark.parametrize("stdin", ["{not json", "", "[1, 2]", "null",
+                                   json.dumps({"tool_name": "Bash"}),
+                                   json.dumps({"tool_name": "Bash", "tool_input": "git status"}),
+                                   json.dumps({"tool_name": "apply_patch", "tool_input": {}})],
+                         ids=["not-json", "empty", "list", "null", "no-input",
+                              "input-not-object", "patch-missing"])
+def test_what_the_guard_cannot_read_is_blocked(stdin: str) -> None:
+    code, message = guard(stdin, WORKER_ENV)
+    assert code == 2 and "hunkwise guard" in message
+
+
+@pytest.mark.parametrize("tool", ["Read", "Grep", "Glob", "WebFetch", "TodoWrite"])
+def test_other_tools_pass(tool: str) -> None:
+    assert guard(call(tool, {"file_path": "coord.toml", "command": "git stash"}),
+                 WORKER_ENV) == (0, "")
+
+
+def test_codex_shell_argv_is_judged_as_a_command_line() -> None:
+    stdin = call("Bash", {"command": ["bash", "-lc", "git stash"]})
+    assert guard(stdin, WORKER_ENV)[0] == 2
+    stdin = call("Bash", {"command": ["git", "status"]})
+    assert guard(stdin, WORKER_ENV) == (0, "")
+
+
+def test_coord_guard_executable_exit_codes_and_streams(tmp_path: Path) -> None:
+    """`coord guard` as an agent runs it: 2 and a reason on stderr, or 0 and silence."""
+    cases = [(bash("git diff | git apply -R"), 2), (bash("timeout 5 git stash"), 2),
+             (bash("git clean -nf"), 0), (bash("git stash list"), 0), ("{not json", 2)]
+    procs = [subprocess.Popen([str(BIN / "coord"), "guard"], cwd=tmp_path, stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in cases]
+    for p, (stdin, code) in zip(procs, cases):
+        out, err = p.communicate(stdin, timeout=60)
+        assert (p.returncode, out) == (code, ""), f"{stdin}: {p.returncode} {err}"
+        assert (err == "") == (code == 0), err
+        if code == 2:
+            assert err.startswith("hunkwise")
+
+
+# ---- writes against grants: the pure part -------------------------------------------------
+
+G = Grant.parse
+HELD = [("t1", [G("src/api/**"), G("app.py:10-20")]), ("t2", [G("docs/*.md")])]
+
+
+@pytest.mark.parametrize("path,allowed", [
+    ("src/api/x.py", True), ("src/api/deep/y.py", True), ("app.py", True),
+    ("docs/a.md", True), ("src/other.py", False), ("coord.toml", False),
+    ("docs/sub/a.md", False), ("app.pyc", False), (".git/config", False),
+    (".claude/settings.local.json", False),
+])
+def test_check_writes_against_glob_and_range_grants(path: str, allowed: bool) -> None:
+    found = check_writes([path], HELD, "sess-x")
+    assert (found is None) == allowed, found and found.message()
+    if found is not None:
+        assert "worker blocked" in found.instead
+        assert "src/api/**" in found.why and "app.py:10-20" in found.why
+        assert ("coord.toml holds" in found.why) == (path == "coord.toml")
+
+
+def test_a_session_holding_no_task_may_not_write() -> None:
+    found = check_writes(["a.py"], [], "sess-x")
+    assert isinstance(found, Blocked) and "worker start" in found.instead
+
+
+def test_patch_paths() -> None:
+    patch = ("*** Begin Patch\n*** Update File: src/a.py\n@@\n-x\n+y\n*** Add File: new/b.py\n"
+             "+hello\n*** Delete File: old.py\n*** Update File: c.py\n*** Move to: d/c.py\n"
+             "@@\n-a\n+b\n*** End Patch\n")
+    assert patch_paths(patch) == ["src/a.py", "new/b.py", "old.py", "c.py", "d/c.py"]
+    assert patch_paths("no patch here") == []
+
+
+# ---- writes against grants: a real shared tree ---------------------------------------------
+
+@pytest.fixture
+def shared(make_repo: Callable[..., Path], coord: Cli, worker: Cli) -> tuple[Path, str]:
+    """t1 holds src/** and f.txt:1-5, started by a session; t2 holds g.txt, not started."""
+    repo = make_repo({"src/a.py": "a\n", "f.txt": numbered(10), "g.txt": "g\n",
+                      "coord.toml": ""})
+    ok(coord(repo, "assign", "t1", "--title", "t", "--expect", "e", "--write", "src/**",
+             "--write", "f.txt:1-5"))
+    ok(coord(repo, "assign", "t2", "--title", "t", "--expect", "e", "--write", "g.txt"))
+    session = ok(worker(repo, "start", "t1", "--role", "backend"))["session"]
+    return repo, session
+
+
+def edit(tool: str, path: str, repo: Path) -> str:
+    key = "notebook_path" if tool == "NotebookEdit" else "file_path"
+    return call(tool, {key: path, "old_string": "a", "new_string": "b", "content": "x"},
+                cwd=str(repo))
+
+
+@pytest.mark.parametrize("tool", ["Edit", "Write", "MultiEdit", "NotebookEdit"])
+@pytest.mark.parametrize("path,allowed", [
+    ("src/a.py", True), ("src/new/b.py", True), ("f.txt", True), ("g.txt", False),
+    ("coord.toml", False), ("elsewhere.txt", False),
+])
+def test_edit_tools_inside_and_outside_grants(shared: tuple[Path, str], tool: str, path: str,
+                                              allowed: bool) -> None:
+    repo, session = shared
+    for where in (path, str(repo / path)):  # relative to cwd, and absolute as Claude sends it
+        code, message = guard(edit(tool, where, repo), {"COORD_SESSION": session})
+        assert (code == 0) == allowed, message
+        if not allowed:
+            assert "worker blocked" in message and "src/**" in message and "t1" in message
+
+
+def test_edits_without_a_session_or_outside_the_tree_are_not_judged(
+        shared: tuple[Path, str], tmp_path: Path) -> None:
+    repo, session = shared
+    assert guard(edit("Write", "coord.toml", repo), {}) == (0, "")
+    outside = tmp_path / "scratch.txt"
+    assert guard(edit("Write", str(outside), repo), {"COORD_SESSION": session}) == (0, "")
+
+
+def test_a_session_with_no_task_in_this_tree_is_blocked(shared: tuple[Path, str]) -> None:
+    repo, _session = shared
+    code, message = guard(edit("Edit", "src/a.py", repo),
+                          {"COORD_SESSION": "sess-20260101-0000-other@host"})
+    assert code == 2 and "worker start" in message
+
+
+def test_the_coordinator_may_edit_coord_toml(shared: tuple[Path, str]) -> None:
+    repo, _session = shared
+    assert guard(edit("Edit", "coord.toml", repo), {"HUNKWISE_COORDINATOR": "1"}) == (0, "")
+
+
+def test_apply_patch_inside_and_outside_grants(shared: tuple[Path, str]) -> None:
+    repo, session = shared
+    env = {"COORD_SESSION": session}
+    inside = "*** Begin Patch\n*** Update File: src/a.py\n@@\n-a\n+b\n*** End Patch\n"
+    stdin = call("apply_patch", {"command": inside}, cwd=str(repo))
+    assert guard(stdin, env) == (0, "")
+    moved = ("*** Begin Patch\n*** Update File: src/a.py\n*** Move to: g.txt\n@@\n-a\n+b\n"
+             "*** End Patch\n")
+    code, message = guard(call("apply_patch", {"command": moved}, cwd=str(repo)), env)
+    assert code == 2 and "g.txt" in message
+    added = "*** Begin Patch\n*** Add File: coord.toml\n+x = 1\n*** End Patch\n"
+    code, message = guard(call("apply_patch", {"command": added}, cwd=str(repo)), env)
+    assert code == 2 and "coord.toml" in message
+    # apply_patch typed into the shell is checked the same way
+    heredoc = f"apply_patch <<'EOF'\n{added}EOF\n"
+    assert guard(call("Bash", {"command": heredoc}, cwd=str(repo)), env)[0] == 2
+
+
+# ---- install-hooks --agent codex ---------------------------------------------------------
+
+def _guard_entries(path: Path) -> list[dict[str, Any]]:
+    pre = json.loads(path.read_text())["hooks"]["PreToolUse"]
+    return [e for e in pre if any(str(h.get("command", "")).endswith(" guard")
+                                  for h in e["hooks"])]
+
+
+def test_install_codex_writes_hooks_json_and_skills_idempotently(
+        make_repo: Callable[..., Path], coord: Cli) -> None:
+    repo = make_repo({"a.txt": "a\n"})
+    theirs = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "echo stop"}]}]}}
+    write(repo, ".codex/hooks.json", json.dumps(theirs, indent=2) + "\n")
+    git(repo, "add", ".codex/hooks.json")
+    git(repo, "commit", "-q", "-m", "codex settings")
+    doc = ok(coord(repo, "install-hooks", "--agent", "codex"))
+    hooks_json = repo / ".codex" / "hooks.json"
+    assert doc["agents"]["codex"]["hook"] == str(hooks_json)
+    ours = _guard_entries(hooks_json)
+    assert len(ours) == 1 and ours[0]["matcher"] == "Bash|apply_patch"
+    assert json.loads(hooks_json.read_text())["hooks"]["Stop"][0]["hooks"][0]["command"] == \
+        "echo stop"
+    skill = repo / ".agents" / "skills" / "hunkwise-worker" / "SKILL.md"
+    assert skill.read_text().startswith("---\nname: hunkwise-worker")
+    assert (repo / ".agents" / "skills" / "hunkwise-coordinator" / "SKILL.md").is_file()
+    assert not git(repo, "status", "--porcelain", "--untracked-files=all", "--", ".agents")
+
+    # the installed command blocks as Codex runs it: through a shell, the call on stdin
+    hook = ours[0]["hooks"][0]["command"]
+    p = subprocess.run(hook, shell=True, cwd=repo, capture_output=True, text=True,
+                       input=bash("git stash"), check=False)
+    assert p.returncode == 2 and "git stash" in p.stderr
+
+    first = hooks_json.read_bytes()
+    ok(coord(repo, "install-hooks", "--agent", "codex"))
+    assert hooks_json.read_bytes() == first
+
+    out = ok(coord(repo, "uninstall-hooks"))
+    assert out["agents"]["codex"] == str(hooks_json)
+    assert json.loads(hooks_json.read_text()) == theirs
+    assert not skill.exists()
+    assert git(repo, "status", "--porcelain") == ""  # the tracked file is back as it was
+
+
+def test_agent_is_repeatable_and_installs_both(make_repo: Callable[..., Path],
+                                               coord: Cli) -> None:
+    repo = make_repo({"a.txt": "a\n"})
+    doc = ok(coord(repo, "install-hooks", "--agent", "claude", "--agent", "codex",
+                   "--agent", "claude"))
+    assert sorted(doc["agents"]) == ["claude", "codex"]
+    claude = _guard_entries(repo / ".claude" / "settings.local.json")
+    assert [e["matcher"] for e in claude] == ["Bash|Edit|Write|MultiEdit|NotebookEdit"]
+    assert len(_guard_entries(repo / ".codex" / "hooks.json")) == 1
+    assert git(repo, "status", "--porcelain", "--untracked-files=all") == ""
+    out = ok(coord(repo, "uninstall-hooks"))
+    assert out["agents"]["claude"] and out["agents"]["codex"]
+    assert not (repo / ".codex" / "hooks.json").exists()
+
+
+def test_unknown_agent_changes_nothing(make_repo: Callable[..., Path], coord: Cli) -> None:
+    repo = make_repo({"a.txt": "a\n"})
+    r = coord(repo, "install-hooks", "--agent", "codex", "--agent", "cursor")
+    assert r.code == 2 and "cursor" in r.doc["error"]["message"]
+    assert not (repo / ".git" / "hooks" / "pre-commit").exists()
+    assert not (repo / ".codex").exists()
