@@ -1,0 +1,338 @@
+"""A shell command line split the way bash splits it, closely enough to find every command.
+
+The agent guard judges each simple command of a line: the lexer follows quotes, escapes,
+operators (`;`, `&&`, `||`, `|`, `&`, newlines, subshells), redirections and here-documents,
+and collects every command substitution (`$(...)`, backticks, `<(...)`, `${...}`) so that
+its contents are judged too. What it cannot follow raises `Unparsable`: the guard blocks it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+
+class Unparsable(ValueError):
+    pass
+
+
+@dataclass
+class Word:
+    text: str
+    dynamic: bool = False  # holds an expansion: $x, ${x}, $(...), `...`, $'...', {a,b}
+    glob: bool = False
+    quoted: bool = False
+    plain: int = -1  # how many leading characters were unquoted literals (-1: all)
+
+
+@dataclass
+class Lexed:
+    tokens: list[Word | str] = field(default_factory=list)  # str: an operator
+    subs: list[str] = field(default_factory=list)  # command and process substitutions
+    heredocs: list[str] = field(default_factory=list)
+
+
+_OPS = ("&&", "||", ";;&", ";;", ";&", "|&", ";", "|", "&", "(", ")", "\n")
+_REDIRS = ("<<<", "<<-", "<<", "<>", "<&", ">>", ">&", ">|", "&>>", "&>", "<", ">")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-]")
+
+
+def _match_paren(text: str, i: int) -> int:
+    """Index of the `)` closing the `(` at i, skipping quotes and escapes."""
+    depth, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "'":
+            j = text.find("'", i + 1)
+            if j < 0:
+                raise Unparsable("unterminated quote")
+            i = j + 1
+            continue
+        if c in "\"`":
+            i = _skip_quoted(text, i, c)
+            continue
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    raise Unparsable("unbalanced parenthesis")
+
+
+def _skip_quoted(text: str, i: int, q: str) -> int:
+    """The index after the quote closing the one at i (double quote or backtick)."""
+    j = i + 1
+    while j < len(text):
+        c = text[j]
+        if c == "\\":
+            j += 2
+            continue
+        if c == q:
+            return j + 1
+        if q == '"' and c == "$" and text[j + 1:j + 2] == "(":
+            j = _match_paren(text, j + 1) + 1
+            continue
+        j += 1
+    raise Unparsable("unterminated quote")
+
+
+def _match_brace(text: str, i: int) -> int:
+    depth, j = 0, i
+    while j < len(text):
+        c = text[j]
+        if c == "\\":
+            j += 2
+            continue
+        if c == "'":
+            k = text.find("'", j + 1)
+            if k < 0:
+                raise Unparsable("unterminated quote")
+            j = k + 1
+            continue
+        if c == '"':
+            j = _skip_quoted(text, j, c)
+            continue
+        if c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+            if depth == 0:
+                return j
+        j += 1
+    raise Unparsable("unbalanced brace")
+
+
+def lex(text: str) -> Lexed:
+    """Tokenize a shell line the way bash splits it, closely enough to find every command."""
+    out = Lexed()
+    buf: list[str] = []
+    unquoted: list[str] = []  # the word's unquoted characters, for glob and brace detection
+    word: Word | None = None
+    pending: list[tuple[str, bool, bool]] = []  # heredocs: delimiter, quoted, strip tabs
+    want_delim: bool | None = None  # the next word is a heredoc delimiter (<<- when True)
+    i, n = 0, len(text)
+
+    def start() -> Word:
+        nonlocal word
+        if word is None:
+            word = Word("")
+        return word
+
+    def end() -> None:
+        nonlocal word, buf, unquoted, want_delim
+        if word is None:
+            return
+        word.text = "".join(buf)
+        raw = "".join(unquoted)
+        if any(c in raw for c in "*?["):
+            word.glob = True
+        if re.search(r"\{[^{}]*(,|\.\.)[^{}]*\}", raw):
+            word.dynamic = True  # brace expansion
+        if want_delim is not None:
+            pending.append((word.text, word.quoted, want_delim))
+            want_delim = None
+        out.tokens.append(word)
+        word, buf, unquoted = None, [], []
+
+    def mark() -> Word:
+        w = start()
+        if w.plain < 0:
+            w.plain = len(buf)
+        return w
+
+    def dollar(j: int) -> int:
+        """Read an expansion at text[j] == '$' into the current word; return the next index."""
+        w = mark()
+        nxt = text[j + 1:j + 2]
+        if nxt == "(":
+            k = _match_paren(text, j + 1)
+            inner = text[j + 2:k]
+            out.subs.append(inner[1:-1] if inner.startswith("(") and inner.endswith(")")
+                            else inner)
+            w.dynamic = True
+            buf.append(text[j:k + 1])
+            return k + 1
+        if nxt == "{":
+            k = _match_brace(text, j + 1)
+            out.subs.append(text[j + 2:k])
+            w.dynamic = True
+            buf.append(text[j:k + 1])
+            return k + 1
+        m = _NAME.match(text, j + 1)
+        if m:
+            w.dynamic = True
+            buf.append(text[j:m.end()])
+            return m.end()
+        buf.append("$")
+        return j + 1
+
+    while i < n:
+        c = text[i]
+        if c in " \t\r":
+            end()
+            i += 1
+        elif c == "\n":
+            end()
+            out.tokens.append("\n")
+            i += 1
+            for delim, quoted, strip in pending:
+                lines = []
+                while i < n:
+                    k = text.find("\n", i)
+                    line = text[i:] if k < 0 else text[i:k]
+                    i = n if k < 0 else k + 1
+                    if (line.lstrip("\t") if strip else line) == delim:
+                        break
+                    lines.append(line)
+                body = "\n".join(lines)
+                out.heredocs.append(body)
+                if not quoted:
+                    out.subs.extend(lex_subs(body))
+            pending = []
+        elif c == "#" and word is None:
+            k = text.find("\n", i)
+            i = n if k < 0 else k
+        elif c == "\\":
+            if text[i + 1:i + 2] != "\n":
+                mark()
+            if text[i + 1:i + 2] == "\n":
+                i += 2
+                continue
+            buf.append(text[i + 1:i + 2])
+            i += 2
+        elif c == "'":
+            w = mark()
+            k = text.find("'", i + 1)
+            if k < 0:
+                raise Unparsable("unterminated single quote")
+            buf.append(text[i + 1:k])
+            w.quoted = True
+            i = k + 1
+        elif c == '"':
+            w = mark()
+            w.quoted = True
+            j = i + 1
+            while True:
+                if j >= n:
+                    raise Unparsable("unterminated double quote")
+                d = text[j]
+                if d == '"':
+                    break
+                if d == "\\" and text[j + 1:j + 2] in ('"', "\\", "$", "`", "\n"):
+                    if text[j + 1] != "\n":
+                        buf.append(text[j + 1])
+                    j += 2
+                elif d == "$":
+                    j = dollar(j)
+                elif d == "`":
+                    k = _skip_quoted(text, j, "`")
+                    out.subs.append(text[j + 1:k - 1].replace("\\`", "`"))
+                    w.dynamic = True
+                    buf.append(text[j:k])
+                    j = k
+                else:
+                    buf.append(d)
+                    j += 1
+            i = j + 1
+        elif c == "$":
+            if text[i + 1:i + 2] == "'":  # ANSI-C quoting: escapes could spell anything
+                w = mark()
+                j = i + 2
+                while j < n and text[j] != "'":
+                    j += 2 if text[j] == "\\" else 1
+                if j >= n:
+                    raise Unparsable("unterminated $'...'")
+                buf.append(text[i:j + 1])
+                w.dynamic = w.quoted = True
+                i = j + 1
+            else:
+                i = dollar(i)
+        elif c == "`":
+            w = mark()
+            k = _skip_quoted(text, i, "`")
+            out.subs.append(text[i + 1:k - 1].replace("\\`", "`"))
+            w.dynamic = True
+            buf.append(text[i:k])
+            i = k
+        elif c in "<>" and text[i + 1:i + 2] == "(":  # process substitution
+            w = start()
+            k = _match_paren(text, i + 1)
+            out.subs.append(text[i + 2:k])
+            w.dynamic = True
+            buf.append(text[i:k + 1])
+            i = k + 1
+        elif c in "<>" or text.startswith("&>", i):
+            if word is not None and buf and "".join(buf).isdigit() and not word.quoted:
+                word, buf, unquoted = None, [], []  # a file descriptor: part of the operator
+            end()
+            op = next(o for o in _REDIRS if text.startswith(o, i))
+            out.tokens.append(op)
+            if op in ("<<", "<<-"):
+                want_delim = op == "<<-"
+            i += len(op)
+        elif c in ";&|()":
+            end()
+            op = next(o for o in _OPS if text.startswith(o, i))
+            out.tokens.append(op)
+            i += len(op)
+        else:
+            start()
+            buf.append(c)
+            unquoted.append(c)
+            i += 1
+    end()
+    if want_delim is not None:
+        raise Unparsable("here-document without a delimiter")
+    return out
+
+
+def lex_subs(text: str) -> list[str]:
+    """The command substitutions of a here-document body (expanded like a double-quoted word)."""
+    subs, i = [], 0
+    while i < len(text):
+        c = text[i]
+        if c == "\\":
+            i += 2
+        elif c == "$" and text[i + 1:i + 2] == "(":
+            k = _match_paren(text, i + 1)
+            subs.append(text[i + 2:k])
+            i = k + 1
+        elif c == "`":
+            k = _skip_quoted(text, i, "`")
+            subs.append(text[i + 1:k - 1])
+            i = k
+        else:
+            i += 1
+    return subs
+
+
+@dataclass
+class Simple:
+    """One simple command: its words (redirections taken out) and how its stdin is fed."""
+    words: list[Word]
+    stdin_fed: bool = False
+
+
+def simple_commands(lexed: Lexed) -> list[Simple]:
+    cmds: list[Simple] = [Simple([])]
+    toks = lexed.tokens
+    i = 0
+    while i < len(toks):
+        t = toks[i]
+        if isinstance(t, Word):
+            cmds[-1].words.append(t)
+        elif t in _REDIRS:
+            if t in ("<", "<<", "<<-", "<<<", "<>"):
+                cmds[-1].stdin_fed = True
+            i += 1  # the target
+            if i >= len(toks) or not isinstance(toks[i], Word):
+                raise Unparsable(f"`{t}` without a target")
+        else:
+            cmds.append(Simple([], stdin_fed=t in ("|", "|&")))
+        i += 1
+    return [c for c in cmds if c.words]
