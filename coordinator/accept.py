@@ -45,9 +45,11 @@ def _whole_entry(ch: FileChange) -> tuple[str, str] | None:
     return None if ch.status == "D" else (ch.new_mode, ch.new_oid)
 
 
-def plan_commit(ctx: Ctx, tv: TreeView, task_id: str) -> Plan:
+def plan_commit(ctx: Ctx, tv: TreeView, task_id: str,
+                mine: list[FileChange] | None = None) -> Plan:
     """The tree HEAD + exactly the task's changes, proven against the snapshot."""
-    mine = tv.task_changes(task_id)
+    if mine is None:
+        mine = tv.task_changes(task_id)
     by_path = {c.path: c for c in tv.changes}
     split = [c for c in mine if c.splittable and c.hunks]
     split_paths = {c.path for c in split}
@@ -144,15 +146,21 @@ def _accept(ctx: Ctx, task_id: str, *, message: str | None, recheck: bool | None
                 store.save(ctx.lay, state)
         entry, report = newest_report(ctx, task_id)
         tv = view(ctx.repo, active_tasks(state))
-        findings, _ = validate(ctx, state, task, report, tv)
+        verdict = validate(ctx, state, task, report, tv)
+        findings = verdict.findings
+        if do_recheck and task.checks:
+            # The checks the worker skipped run here, on HEAD + exactly the task's changes.
+            findings = [f for f in findings if f.code != "checks-skipped"]
         if findings:
             codes = ", ".join(sorted({f.code for f in findings}))
             first = findings[0]
             raise CheckFailed(f"{task_id} is not valid ({codes}): "
                               f"{first.path + ': ' if first.path else ''}{first.detail}; nothing staged")
-        if not tv.task_changes(task_id):
+        assert verdict.selection is not None
+        mine = verdict.selection.changes
+        if not mine:
             raise CheckFailed(f"{task_id} has no changes in the tree; nothing to commit")
-        plan = plan_commit(ctx, tv, task_id)
+        plan = plan_commit(ctx, tv, task_id, mine)
         head = tv.snap.head
         parents = ("-p", head) if head else ()
         commit = git.run(ctx.repo, "commit-tree", plan.tree, *parents,
@@ -193,7 +201,9 @@ def _accept(ctx: Ctx, task_id: str, *, message: str | None, recheck: bool | None
         git.delete_refs(ctx.repo, f"refs/hunkwise/snapshots/{task_id}/")
         for e in inbox.find_task_reports(ctx.lay.inbox, task_id):
             inbox.archive(e)
+        notes = [f"{w.code}: {w.path + ': ' if w.path else ''}{w.detail}" for w in verdict.warnings]
         doc: dict[str, Any] = {"commit": commit, "task": task_id, "paths": plan.paths,
-                               "revision": report.revision, "warnings": [warning] if warning else []}
+                               "revision": report.revision,
+                               "warnings": notes + ([warning] if warning else [])}
         return doc
     raise StateRefused(f"HEAD kept moving while accepting {task_id} ({MAX_ATTEMPTS} tries); try again")

@@ -8,8 +8,17 @@ from hunkwise import inbox
 from hunkwise.shared import diff, git, store
 from hunkwise.shared.context import Ctx, get_task
 from hunkwise.shared.errors import StateRefused, UsageError
-from hunkwise.shared.models import Note, TaskState
-from hunkwise.shared.tree import TreeView, active_tasks, sync_ranges, view
+from hunkwise.shared.diff import FileChange
+from hunkwise.shared.models import Note, TaskState, report_path
+from hunkwise.shared.tree import (
+    TreeView,
+    active_tasks,
+    claims_of,
+    may_still_claim,
+    select,
+    sync_ranges,
+    view,
+)
 from hunkwise.shared.worktree import write_entries
 
 
@@ -47,9 +56,11 @@ def defer(ctx: Ctx, task_id: str) -> dict[str, Any]:
     return {"task": task.public()}
 
 
-def discard_entries(ctx: Ctx, tv: TreeView, task_id: str) -> dict[str, tuple[str, str] | None]:
+def discard_entries(ctx: Ctx, tv: TreeView, task_id: str,
+                    mine: list[FileChange] | None = None) -> dict[str, tuple[str, str] | None]:
     """Working-tree entries that remove exactly the task's changes and keep the rest."""
-    mine = tv.task_changes(task_id)
+    if mine is None:
+        mine = tv.task_changes(task_id)
     split = [c for c in mine if c.splittable and c.hunks]
     blobs = git.cat_blobs(ctx.repo, [c.new_oid for c in split])
     entries: dict[str, tuple[str, str] | None] = {}
@@ -79,9 +90,22 @@ def reject(ctx: Ctx, task_id: str, note: str, discard: bool) -> dict[str, Any]:
         discarded: list[str] = []
         if discard:
             tv = view(ctx.repo, active_tasks(state))
-            entries = discard_entries(ctx, tv, task_id)
-            before = {c.path: (None if c.status == "D" else c.new_oid)
-                      for c in tv.task_changes(task_id)}
+            # Everything the task's report claimed goes, its boundary changes included, so
+            # no change of its migrates to a neighbour once its grant is released.
+            sel = select(tv, task, claims_of(task))
+            unproven = []
+            for amb in sel.claimed_ambiguous:
+                path = report_path(amb.change.path)
+                for other_id in amb.tasks:
+                    other = state.tasks.get(other_id)
+                    why = other and other_id != task_id and may_still_claim(other, path, amb.canon)
+                    if why:
+                        unproven.append(f"{path} line {amb.hunk.old_start} ({why})")
+            if unproven:
+                raise StateRefused(f"cannot prove these changes are {task_id}'s: "
+                                   f"{'; '.join(unproven[:10])}; nothing was written")
+            entries = discard_entries(ctx, tv, task_id, sel.changes)
+            before = {c.path: (None if c.status == "D" else c.new_oid) for c in sel.changes}
             write_entries(ctx.repo, entries, expect=before)
             discarded = sorted(entries)
         task.state = TaskState.REJECTED

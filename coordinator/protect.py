@@ -29,7 +29,13 @@ from hunkwise.shared import diff, git, store
 from hunkwise.shared.context import Ctx, get_task
 from hunkwise.shared.errors import StateRefused, UsageError
 from hunkwise.shared.models import TaskState, report_path
-from hunkwise.shared.tree import active_tasks, add_regions, identities, to_entries, view
+from hunkwise.shared.tree import (
+    active_tasks,
+    entry_ids,
+    identities_of_selection,
+    select,
+    view,
+)
 from hunkwise.shared.worktree import write_entries
 
 MARK = "# installed by hunkwise (coord install-hooks)"
@@ -303,11 +309,10 @@ def lost_tasks(ctx: Ctx, tasks: list[Any], tv: Any) -> list[dict[str, Any]]:
             _e, report = newest_report(ctx, t.id, stored.get(t.id, []))
         except UsageError:
             continue
-        mine = tv.task_changes(t.id)
-        now_entries = to_entries(mine)
-        add_regions(ctx.repo, now_entries, mine, t)
-        have = identities(now_entries)
-        want = identities(report.changes)
+        claims = {(e.path, h.sha256) for e in report.changes for h in e.hunks}
+        have = {p: Counter(ids) for p, ids in
+                identities_of_selection(tv, t, select(tv, t, claims)).items()}
+        want = entry_ids(report.changes)
         missing = sorted(p for p, ids in want.items() if ids - have.get(p, Counter()))
         if missing:
             lost.append({"task": t.id, "paths": missing})

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -15,15 +16,17 @@ from hunkwise import inbox
 from hunkwise.shared import git, store
 from hunkwise.shared.context import Ctx, get_task
 from hunkwise.shared.errors import UsageError
-from hunkwise.shared.models import Finding, Report, State, Task, report_path
+from hunkwise.shared.models import Finding, Report, State, Task, TaskState, report_path
 from hunkwise.shared.ownership import glob_matches
 from hunkwise.shared.tree import (
+    Selection,
     TreeView,
     active_tasks,
-    add_regions,
     identities,
+    may_still_claim,
+    select,
     sync_ranges,
-    to_entries,
+    task_entries,
     view,
 )
 
@@ -39,8 +42,18 @@ class _Cover:
         return path in self.ranges or any(glob_matches(g, path) for g in self.globs)
 
 
+@dataclass
+class Verdict:
+    """A report checked against the tree: findings block accept, warnings do not."""
+
+    findings: list[Finding]
+    tv: TreeView | None
+    selection: Selection | None = None
+    warnings: list[Finding] = field(default_factory=list)
+
+
 def validate(ctx: Ctx, state: State, task: Task, report: Report,
-             tv: TreeView | None = None) -> tuple[list[Finding], TreeView]:
+             tv: TreeView | None = None) -> Verdict:
     """Every finding of SPEC.md for this report against the tree as it is now."""
     findings: list[Finding] = []
     for role, verdict in sorted(task.audit.items()):
@@ -49,7 +62,7 @@ def validate(ctx: Ctx, state: State, task: Task, report: Report,
         elif verdict == "changes":
             findings.append(Finding(code="audit-changes", detail=f"{role} asked for changes"))
     if report.kind == "review":
-        return findings, tv if tv is not None else TreeView(None, [], None)  # type: ignore[arg-type]
+        return Verdict(findings, tv)
     if tv is None:
         tv = view(ctx.repo, active_tasks(state))
     if report.task_id != task.id:
@@ -60,6 +73,10 @@ def validate(ctx: Ctx, state: State, task: Task, report: Report,
     failed = [c.command for c in report.checks if not c.passed]
     if failed:
         findings.append(Finding(code="checks-failed", detail="failed: " + "; ".join(failed)))
+    if report.checks_skipped:
+        findings.append(Finding(code="checks-skipped",
+                                detail="the worker delivered with --no-run-checks; accept "
+                                       "--recheck runs the task's checks before committing"))
     staged = git.index_dirty(ctx.repo)
     if staged:
         findings.append(Finding(code="index-dirty", path=staged[0],
@@ -67,6 +84,19 @@ def validate(ctx: Ctx, state: State, task: Task, report: Report,
                                        "else; unstage them (git restore --staged PATH)"))
     if state.freeze is not None:
         findings.append(Finding(code="frozen", detail="a release freeze is in force"))
+    v = assess(ctx.repo, tv, state.tasks, task, report)
+    v.findings[:0] = findings
+    return v
+
+
+def assess(repo: Path, tv: TreeView, tasks: dict[str, Task], task: Task,
+           report: Report) -> Verdict:
+    """The report's changes against the tree's: what the task may commit, and why not.
+
+    Pure but for reading blobs: the randomized attribution tests drive it directly.
+    """
+    findings: list[Finding] = []
+    warnings: list[Finding] = []
     covered = _Cover(task)
     for entry in report.changes:
         for p in filter(None, (entry.path, entry.old_path)):
@@ -79,12 +109,36 @@ def validate(ctx: Ctx, state: State, task: Task, report: Report,
             where = f" lines {h.old_start}-{h.old_end}" if h else ""
             others = [t for t in tids if t != task.id]
             who = f" and {', '.join(others)}" if others else " and no grant on its other lines"
-            findings.append(Finding(code="conflict", path=report_path(ch.path),
+            warnings.append(Finding(code="conflict", path=report_path(ch.path),
                                     detail=f"a change at{where or ' the whole file'} falls "
                                            f"under {task.id}{who}; it is never staged"))
-    mine = tv.task_changes(task.id)
-    tree_entries = to_entries(mine)
-    add_regions(ctx.repo, tree_entries, mine, task)
+    claims = {(e.path, h.sha256) for e in report.changes for h in e.hunks}
+    sel = select(tv, task, claims)
+    for amb in sel.claimed_ambiguous:
+        path = report_path(amb.change.path)
+        for other_id in amb.tasks:
+            other = tasks.get(other_id)
+            if other_id == task.id or other is None:
+                continue
+            why = may_still_claim(other, path, amb.canon)
+            if why:
+                findings.append(Finding(
+                    code="ambiguous", path=path,
+                    detail=f"the change at line {amb.hunk.old_start} lies inside the grants of "
+                           f"both {task.id} and {other_id} (a run of identical lines crosses "
+                           f"their boundary); {why}. Nothing of it is committed until one "
+                           "task's report stops claiming it, or a grant is narrowed"))
+    for amb in sel.unclaimed_ambiguous:
+        warnings.append(Finding(code="ambiguous", path=report_path(amb.change.path),
+                                detail=f"a change at line {amb.hunk.old_start} could be "
+                                       f"{' or '.join(amb.tasks)}'s; {task.id} does not claim "
+                                       "it, so it is not committed with it"))
+    for path, _ident in sel.inherited:
+        warnings.append(Finding(code="inherited", path=path,
+                                detail=f"a change in {task.id}'s grant was there before it "
+                                       "started; it is not committed with it (coord discard "
+                                       "removes it)"))
+    tree_entries = task_entries(repo, tv, task, sel)
     tree_ids = identities(tree_entries)
     rep_ids = identities([e for e in report.changes if covered(e.path)])
     for path in sorted(set(tree_ids) | set(rep_ids)):
@@ -93,9 +147,9 @@ def validate(ctx: Ctx, state: State, task: Task, report: Report,
             continue
         if t and r:
             findings.append(Finding(code="stale-report", path=path,
-                                    detail="the tree's changes differ from the report's digests "
-                                           f"({sum((t - r).values())} new, "
-                                           f"{sum((r - t).values())} gone); ask for a new report"))
+                                    detail="the task's changes in the tree differ from the "
+                                           "report (content or position); ask for a new "
+                                           "report"))
         elif t:
             findings.append(Finding(code="unreported-change", path=path,
                                     detail=f"{sum(t.values())} change(s) of {task.id} in the "
@@ -104,11 +158,12 @@ def validate(ctx: Ctx, state: State, task: Task, report: Report,
             findings.append(Finding(code="missing-change", path=path,
                                     detail=f"the report lists {sum(r.values())} change(s) the "
                                            "tree does not hold"))
-    return findings, tv
+    return Verdict(findings, tv, sel, warnings)
 
 
-def validation_doc(findings: list[Finding]) -> dict[str, Any]:
-    return {"ok": not findings, "findings": [f.public() for f in findings]}
+def validation_doc(v: Verdict) -> dict[str, Any]:
+    return {"ok": not v.findings, "findings": [f.public() for f in v.findings],
+            "warnings": [f.public() for f in v.warnings]}
 
 
 def report_summary(report: Report, age_s: float | None = None) -> dict[str, Any]:
@@ -204,14 +259,14 @@ def next_report(ctx: Ctx) -> dict[str, Any]:
         if task is None:
             inbox.quarantine(e.path, f"{e.name}: report for unknown task {report.task_id}")
             continue
-        findings, _tv = validate(ctx, state, task, report)
+        verdict = validate(ctx, state, task, report)
         inbox.archive(e)
         with store.transaction(ctx.lay) as st:
             t = st.tasks.get(task.id)
             if t is not None:
                 t.served_revision = max(t.served_revision, report.revision)
         return {"next": {"report": report.model_dump(mode="json"),
-                         "validation": validation_doc(findings),
+                         "validation": validation_doc(verdict),
                          "task": task.public(), "audit": dict(task.audit)},
                 "pending": len(entries) - 1}
 
@@ -235,8 +290,7 @@ def review(ctx: Ctx, task_id: str) -> dict[str, Any]:
             store.save(ctx.lay, state)
     task = get_task(state, task_id)
     _e, report = newest_report(ctx, task_id)
-    findings, _ = validate(ctx, state, task, report)
-    doc = validation_doc(findings)
+    doc = validation_doc(validate(ctx, state, task, report))
     doc["task"] = task_id
     doc["revision"] = report.revision
     return doc

@@ -152,6 +152,11 @@ class Task(Strict):
     reserved_for: str | None = None
     served_revision: int = 0
     audit: dict[str, str] = Field(default_factory=dict)
+    # Changes in the task's grants when it started that its own reports had not claimed
+    # (path -> identities): never claimed silently (SPEC.md, "inherited").
+    inherited: dict[str, list[str]] = Field(default_factory=dict)
+    # What its newest report claimed (path -> identities).
+    claimed: dict[str, list[str]] = Field(default_factory=dict)
 
     @property
     def active(self) -> bool:
@@ -343,6 +348,7 @@ class Report(Strict):
     proposed_commit: ProposedCommit
     reason: ShortText | None = None
     kind: Literal["task", "review"] = "task"
+    checks_skipped: bool = False
     role: str | None = Field(default=None, max_length=64)
     verdict: Literal["approve", "changes"] | None = None
 

@@ -6,8 +6,10 @@ Rules (shared/SPEC.md, "Ownership rules"):
   themselves for files not yet created;
 - `--exclusive` tasks and `[ownership] serial` paths exclude every other grant on their files;
 - a hunk belongs to a range grant when every removed line lies in the range, or, for an
-  insertion after old line p, when START-1 <= p <= END. Anything else is unowned or a
-  conflict, and neither is ever staged.
+  insertion after old line p, when START-1 <= p <= END, at some placement that yields the
+  same file, and no placement lies only inside other tasks' grants; placements inside two
+  tasks' grants exclusively make it ambiguous. Anything else is unowned or a conflict,
+  and neither is ever staged.
 """
 
 from __future__ import annotations
@@ -180,12 +182,26 @@ def _clash(ours: Grant, our_files: set[str], theirs: Grant, their_files: set[str
 # ---- attribution -----------------------------------------------------------------------
 
 @dataclass
+class Ambiguous:
+    """A change whose placements lie exclusively inside different tasks' grants."""
+
+    change: FileChange
+    hunk: Hunk                      # as git printed it
+    canon: str                      # identity whatever the placement (slide.canonical)
+    tasks: list[str]
+    placed: dict[str, Hunk]         # task id -> a placement inside that task's grant
+
+
+@dataclass
 class Attribution:
     """Who owns each change of the tree."""
 
     owned: dict[str, list[FileChange]] = field(default_factory=dict)  # task id -> changes
     unowned: list[tuple[FileChange, Hunk | None]] = field(default_factory=list)
     conflicts: list[tuple[FileChange, Hunk | None, list[str]]] = field(default_factory=list)
+    ambiguous: list[Ambiguous] = field(default_factory=list)
+    canon: dict[int, str] = field(default_factory=dict)  # id(hunk) -> canonical identity
+    placed: dict[int, Hunk] = field(default_factory=dict)  # id(hunk) -> inside its owner's grant
 
     def add(self, task_id: str, change: FileChange, hunk: Hunk | None) -> None:
         bucket = self.owned.setdefault(task_id, [])
@@ -197,6 +213,14 @@ class Attribution:
                           change.old_oid, change.new_oid, change.binary,
                           [hunk] if hunk is not None else list(change.hunks))
         bucket.append(part)
+
+    def identity(self, hunk: Hunk) -> str:
+        """The hunk's identity whatever placement git printed."""
+        return self.canon.get(id(hunk)) or hunk.sha256
+
+    def place(self, hunk: Hunk) -> Hunk:
+        """The hunk at a placement inside its owner's grant."""
+        return self.placed.get(id(hunk), hunk)
 
 
 def range_relation(g: Grant, h: Hunk) -> str:
@@ -211,7 +235,17 @@ def range_relation(g: Grant, h: Hunk) -> str:
     return "touch"
 
 
-def attribute(changes: Sequence[FileChange], tasks: Sequence[Task]) -> Attribution:
+def attribute(changes: Sequence[FileChange], tasks: Sequence[Task],
+              old_texts: dict[str, bytes] | None = None) -> Attribution:
+    """Attribute every change of the tree to the grants of active `tasks`.
+
+    `old_texts` holds the old (HEAD) bytes of changed files that carry range grants; with
+    them a hunk is judged on every placement that yields the same file (shared/slide.py),
+    never only on the one git printed (SPEC.md, "Ownership rules").
+    """
+    from .diff import split_lines
+    from .slide import canonical, placements
+
     result = Attribution()
     active = [t for t in tasks if t.active]
     ranges: dict[str, list[tuple[str, Grant]]] = {}
@@ -239,23 +273,76 @@ def attribute(changes: Sequence[FileChange], tasks: Sequence[Task]) -> Attributi
                 else:
                     result.conflicts.append((ch, None, holders))
             continue
-        for h in ch.hunks:
-            inside = set(glob_owners)
-            touching: set[str] = set()
-            for tid, g in range_grants:
-                rel = range_relation(g, h)
-                if rel == "in":
-                    inside.add(tid)
-                elif rel == "touch":
-                    touching.add(tid)
-            touching -= inside  # a task whose other grant holds the hunk whole owns it
-            if len(inside) == 1 and not touching:
-                result.add(next(iter(inside)), ch, h)
-            elif not inside and not touching:
-                result.unowned.append((ch, h))
-            else:
-                result.conflicts.append((ch, h, sorted(inside | touching)))
+        if not range_grants:
+            for h in ch.hunks:
+                if len(glob_owners) == 1:
+                    result.add(glob_owners[0], ch, h)
+                elif not glob_owners:
+                    result.unowned.append((ch, h))
+                else:
+                    result.conflicts.append((ch, h, glob_owners))
+            continue
+        old = (old_texts or {}).get(ch.path)
+        every = (placements(split_lines(old), ch.hunks) if old is not None
+                 else [[h] for h in ch.hunks])
+        lines = split_lines(old) if old is not None else []
+        for h, places in zip(ch.hunks, every, strict=True):
+            if len(places) > 1:
+                result.canon[id(h)] = canonical(places)
+            _judge(result, ch, h, places, set(glob_owners), range_grants, lines)
     return result
+
+
+def _judge(result: Attribution, ch: FileChange, h: Hunk, places: list[Hunk],
+           glob_owners: set[str], range_grants: list[tuple[str, Grant]],
+           old: list[bytes]) -> None:
+    """One hunk: owned, ambiguous, a conflict, or unowned, judged on all its placements.
+
+    A task owns it when some placement lies inside its grant and no placement lies only
+    inside other tasks' grants; placements inside two tasks' grants exclusively make it
+    ambiguous; a hunk that fits inside no grant at any placement but overlaps one is a
+    conflict; the rest is unowned.
+
+    An insertion exactly between two ranges lies inside both. Where the lines on either
+    side of that point are equal (a run of identical lines split by the boundary), the
+    edit may have come from either side, and no preference is taken: ambiguous.
+    """
+    inside: list[set[str]] = []
+    touching: set[str] = set()
+    where: dict[str, Hunk] = {}
+    split = False
+    for p in places:
+        ins = set(glob_owners)
+        for tid, g in range_grants:
+            rel = range_relation(g, p)
+            if rel == "in":
+                ins.add(tid)
+            elif rel == "touch":
+                touching.add(tid)
+        for tid in ins:
+            # Prefer git's own placement, else the first inside the task's grant.
+            if tid not in where or p is h:
+                where[tid] = p
+        inside.append(ins)
+        if (len(ins) > 1 and not p.old_lines and 0 < p.old_start < len(old)
+                and old[p.old_start - 1] == old[p.old_start]):
+            split = True
+    candidates = set().union(*inside)
+    owners = {t for t in candidates if all(not ins or t in ins for ins in inside)}
+    if split and len(candidates) > 1:
+        owners = candidates
+    if len(owners) == 1:
+        tid = next(iter(owners))
+        result.add(tid, ch, h)
+        result.placed[id(h)] = where[tid]
+    elif candidates:
+        tasks = sorted(owners or candidates)
+        canon = result.canon.get(id(h)) or h.sha256
+        result.ambiguous.append(Ambiguous(ch, h, canon, tasks, {t: where[t] for t in tasks}))
+    elif touching:
+        result.conflicts.append((ch, h, sorted(touching)))
+    else:
+        result.unowned.append((ch, h))
 
 
 # ---- range re-mapping through commits ----------------------------------------------------

@@ -10,14 +10,14 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import diff, git
 from .diff import FileChange
 from .errors import GitError
 from .models import ChangeEntry, Grant, HunkEntry, State, Task, TaskState, report_path
-from .ownership import Attribution, attribute, map_range
+from .ownership import Ambiguous, Attribution, attribute, map_range
 
 Identity = tuple[str, ...]
 
@@ -27,6 +27,7 @@ class TreeView:
     snap: diff.Snapshot
     changes: list[FileChange]
     attribution: Attribution
+    old_texts: dict[str, bytes] = field(default_factory=dict)
 
     def task_changes(self, task_id: str) -> list[FileChange]:
         return self.attribution.owned.get(task_id, [])
@@ -35,7 +36,129 @@ class TreeView:
 def view(repo: Path, tasks: Sequence[Task]) -> TreeView:
     snap = diff.snapshot(repo)
     changes = diff.diff_trees(repo, snap.head_tree, snap.tree)
-    return TreeView(snap, changes, attribute(changes, tasks))
+    ranged = {g.path for t in tasks if t.active for g in t.grants if g.kind == "range"}
+    todo = [c for c in changes if c.path in ranged and c.splittable and c.hunks]
+    blobs = git.cat_blobs(repo, [c.old_oid for c in todo]) if todo else {}
+    old_texts = {c.path: blobs[c.old_oid] for c in todo}
+    tv = TreeView(snap, changes, attribute(changes, tasks, old_texts))
+    tv.old_texts = old_texts
+    return tv
+
+
+@dataclass
+class Selection:
+    """The changes one task would commit, and what lies in its grants that it may not."""
+
+    changes: list[FileChange]
+    claimed_ambiguous: list[Ambiguous] = field(default_factory=list)
+    unclaimed_ambiguous: list[Ambiguous] = field(default_factory=list)
+    inherited: list[tuple[str, str]] = field(default_factory=list)  # (path, identity)
+
+
+def whole_identity(ch: FileChange) -> str:
+    return "deleted" if ch.status == "D" else f"whole:{ch.new_mode}:{ch.new_oid}"
+
+
+def select(tv: TreeView, task: Task, claims: set[tuple[str, str]] | None = None) -> Selection:
+    """The task's changes: what it owns, plus the ambiguous changes it claims, minus what
+    was in its grants before it started (`task.inherited`, never claimed silently).
+
+    `claims` are (path, identity) pairs of ambiguous changes the task's report claims;
+    None (the worker's own view) claims every ambiguous change of the task.
+    """
+    att = tv.attribution
+    left = Counter((p, i) for p, ids in task.inherited.items() for i in ids)
+    sel = Selection(changes=[])
+    by_path: dict[str, FileChange] = {}
+
+    def keep(path: str, ident: str) -> bool:
+        if left[(path, ident)] > 0:
+            left[(path, ident)] -= 1
+            sel.inherited.append((path, ident))
+            return False
+        return True
+
+    def part(ch: FileChange) -> FileChange:
+        got = by_path.get(ch.path)
+        if got is None:
+            got = FileChange(ch.path, ch.status, ch.old_mode, ch.new_mode, ch.old_oid,
+                             ch.new_oid, ch.binary, [])
+            by_path[ch.path] = got
+            sel.changes.append(got)
+        return got
+
+    for ch in att.owned.get(task.id, []):
+        rp = report_path(ch.path)
+        if not (ch.splittable and ch.hunks):
+            if keep(rp, whole_identity(ch)):
+                dest = part(ch)
+                dest.hunks = list(ch.hunks)
+            continue
+        for h in ch.hunks:
+            if keep(rp, att.identity(h)):
+                part(ch).hunks.append(h)
+    for amb in att.ambiguous:
+        if task.id not in amb.tasks:
+            continue
+        rp = report_path(amb.change.path)
+        if not keep(rp, amb.canon):
+            continue
+        if claims is not None and (rp, amb.canon) not in claims:
+            sel.unclaimed_ambiguous.append(amb)
+            continue
+        sel.claimed_ambiguous.append(amb)
+        part(amb.change).hunks.append(amb.hunk)
+        att.placed[id(amb.hunk)] = amb.placed[task.id]
+    for c in sel.changes:
+        c.hunks.sort(key=lambda h: (h.old_start, h.old_lines))
+    sel.changes.sort(key=lambda c: c.path)
+    return sel
+
+
+def may_still_claim(other: Task, path: str, canon: str) -> str | None:
+    """Why `other` claims, or may yet claim, an ambiguous change; None if it cannot."""
+    if canon in other.claimed.get(path, []):
+        return f"{other.id}'s report claims it too"
+    if canon in other.inherited.get(path, []):
+        return None  # it was there before `other` started: never `other`'s claim
+    if other.state == TaskState.ASSIGNED:
+        return None  # not started: it will inherit what is there now
+    if other.state == TaskState.REPORTED:
+        return None  # its report did not claim it
+    return f"{other.id} is {other.state} and may claim it in its report"
+
+
+def entry_ids(entries: Sequence[ChangeEntry]) -> dict[str, Counter[str]]:
+    """Position-free identities of report entries, as `identities_of_selection` gives them
+    for the tree: to tell which reported changes are gone from it."""
+    out: dict[str, Counter[str]] = {}
+    for e in entries:
+        if e.kind == "renamed" and e.old_path:
+            out.setdefault(e.old_path, Counter())["deleted"] += 1
+        if not _is_whole(e):
+            out.setdefault(e.path, Counter()).update(h.sha256 for h in e.hunks)
+        elif e.kind == "deleted":
+            out.setdefault(e.path, Counter())["deleted"] += 1
+        else:
+            out.setdefault(e.path, Counter())[f"whole:{e.new_mode}:{e.new_oid}"] += 1
+    return out
+
+
+def claims_of(task: Task) -> set[tuple[str, str]]:
+    """The (path, identity) pairs the task's newest report claimed."""
+    return {(p, i) for p, ids in task.claimed.items() for i in ids}
+
+
+def identities_of_selection(tv: TreeView, task: Task, sel: Selection) -> dict[str, list[str]]:
+    """(path -> identities) of a selection, as `baseline` records them."""
+    out: dict[str, list[str]] = {}
+    for ch in sel.changes:
+        rp = report_path(ch.path)
+        if not (ch.splittable and ch.hunks):
+            out.setdefault(rp, []).append(whole_identity(ch))
+        else:
+            out.setdefault(rp, []).extend(tv.attribution.identity(h) for h in ch.hunks)
+    return out
 
 
 def _is_whole(ch: FileChange | ChangeEntry) -> bool:
@@ -45,8 +168,12 @@ def _is_whole(ch: FileChange | ChangeEntry) -> bool:
                 and (ch.new_mode or "100644") in diff.REGULAR_MODES)
 
 
-def to_entries(changes: Sequence[FileChange]) -> list[ChangeEntry]:
-    """Report entries; a deletion and an addition of the same blob become one rename."""
+def to_entries(changes: Sequence[FileChange],
+               att: Attribution | None = None) -> list[ChangeEntry]:
+    """Report entries; a deletion and an addition of the same blob become one rename.
+
+    A hunk's `sha256` is its identity whatever placement git printed (`att.identity`).
+    """
     entries: list[ChangeEntry] = []
     deleted = {(c.old_oid, c.old_mode): c for c in changes if c.status == "D"}
     used: set[str] = set()
@@ -70,7 +197,9 @@ def to_entries(changes: Sequence[FileChange]) -> list[ChangeEntry]:
             old_oid=None if c.old_oid == diff.NULL_OID else c.old_oid,
             new_oid=None if c.new_oid == diff.NULL_OID else c.new_oid,
             hunks=[HunkEntry(old_start=h.old_start, old_lines=h.old_lines, new_start=h.new_start,
-                             new_lines=h.new_lines, sha256=h.sha256) for h in c.hunks]))
+                             new_lines=h.new_lines,
+                             sha256=att.identity(h) if att is not None else h.sha256)
+                   for h in c.hunks]))
     entries.sort(key=lambda e: e.path)
     return entries
 
@@ -99,45 +228,70 @@ def identities(entries: Sequence[ChangeEntry]) -> dict[str, Counter[Identity]]:
     return out
 
 
-def add_regions(repo: Path, entries: list[ChangeEntry], changes: Sequence[FileChange],
-                task: Task) -> None:
-    """Give range-granted files an identity per range instead of per hunk.
+def task_entries(repo: Path, tv: TreeView, task: Task, sel: Selection) -> list[ChangeEntry]:
+    """Report entries for a task's selection, with position-aware identities.
 
-    How git's -U0 diff splits an edit into hunks can change when other lines of the file
-    change (line frequencies steer its tie-breaks), though this task's edit did not: a
-    report made before another task's commit would then look stale. A range's lines before
-    and after the task's edits do not depend on that split.
+    Each text file gets `regions`: for a file the task holds by line ranges, per range the
+    digest of the range's lines before and after the task's edits; for a file it holds
+    whole, the digest of the content its commit would give. Both see a moved line (the
+    SPEC: validation compares positions too), and neither depends on how git's -U0 diff
+    happens to split or place an edit: a report made before another task's commit that
+    only shifts lines still matches.
     """
     from .diff import hunk_digest, splice, split_lines
     from .ownership import range_relation
 
+    att = tv.attribution
+    entries = to_entries(sel.changes, att)
     ranges: dict[str, list[Grant]] = {}
     for g in task.grants:
         if g.kind == "range":
             ranges.setdefault(g.path, []).append(g)
-    todo = [c for c in changes if c.path in ranges and c.splittable and c.hunks]
+    todo = [c for c in sel.changes if c.splittable and c.hunks]
     if not todo:
-        return
-    blobs = git.cat_blobs(repo, [c.old_oid for c in todo])
+        return entries
+    full = {c.path: c for c in tv.changes}
+    need = [c.old_oid for c in todo
+            if c.path not in tv.old_texts and (c.path in ranges
+                                               or len(c.hunks) != len(full[c.path].hunks))]
+    blobs = git.cat_blobs(repo, need) if need else {}
     by_path = {e.path: e for e in entries}
     for c in todo:
         entry = by_path.get(report_path(c.path))
         if entry is None:
             continue
-        held = [[h for h in c.hunks if range_relation(g, h) == "in"] for g in ranges[c.path]]
-        if sum(len(hs) for hs in held) != len(c.hunks) or any(
-                len([1 for hs in held if h in hs]) != 1 for h in c.hunks):
-            continue  # some hunk is not held by exactly one range: keep hunk identities
-        old = split_lines(blobs[c.old_oid])
+        base = tv.old_texts.get(c.path)
+        if base is None:
+            base = blobs.get(c.old_oid)
+        if c.path not in ranges:
+            if len(c.hunks) == len(full[c.path].hunks):
+                ident = f"file:{c.new_mode}:{c.new_oid}".encode()
+            else:
+                assert base is not None
+                ident = b"content:" + splice(base, c.hunks)
+            entry.regions = [hashlib.sha256(ident).hexdigest()]
+            continue
+        assert base is not None
+        held: list[list[diff.Hunk]] = [[] for _ in ranges[c.path]]
+        for h in c.hunks:
+            p = att.place(h)
+            for i, g in enumerate(ranges[c.path]):
+                if range_relation(g, p) == "in":
+                    held[i].append(h)
+                    break
+            else:
+                held[0].append(h)  # not inside any range: the digest then cannot match
+        old = split_lines(base)
         digests = []
         for g, hs in zip(ranges[c.path], held, strict=True):
             if not hs:
                 continue
-            new = split_lines(splice(blobs[c.old_oid], hs))
+            new = split_lines(splice(base, hs))
             delta = sum(h.new_lines - h.old_lines for h in hs)
             digests.append(hunk_digest(b"".join(old[g.start - 1:g.end]),
                                        b"".join(new[g.start - 1:g.end + delta])))
         entry.regions = sorted(digests)
+    return entries
 
 
 def patch_digest(entries: Sequence[ChangeEntry]) -> str:

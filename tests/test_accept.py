@@ -380,12 +380,10 @@ def test_hunk_straddling_two_ranges_is_refused(make_repo: MakeRepo, coord: Cli, 
     begin(coord, worker, repo, "A", "f.txt:1-5")
     begin(coord, worker, repo, "B", "f.txt:6-10")
     write(repo, "f.txt", lines_with(base, l5="five by A", l6="six by A"))
-    rep = done(worker, repo, "A", "A")
-    assert rep["report"]["overlaps"]
-    r = coord(repo, "accept", "A")
-    assert r.code == 1
-    assert "conflict" in error_message(r)
-    assert "conflict" in finding_codes(coord, repo, "A")
+    r = worker(repo, "done", "A")
+    assert r.code == 1 and "cannot be claimed" in error_message(r)
+    assert "f.txt lines 5-6" in error_message(r) and "B" in error_message(r)
+    assert ok(coord(repo, "inbox"))["reports"] == []  # nothing was delivered
     assert head(repo) == root
     assert git(repo, "diff", "--cached", "--name-only") == ""
     assert (repo / "f.txt").read_bytes() == lines_with(base, l5="five by A", l6="six by A")
@@ -404,12 +402,19 @@ def test_insertion_on_the_boundary_of_two_ranges_is_refused(make_repo: MakeRepo,
     rows = base.split("\n")
     rows[5:5] = ["inserted between five and six"]
     write(repo, "f.txt", "\n".join(rows))
+    # The insertion lies inside both ranges: ambiguous. A claims it; B, still in progress,
+    # may claim it too, so nothing of it is committed yet.
     done(worker, repo, "A", "A")
-    for tid in ("A",):
+    r = coord(repo, "accept", "A")
+    assert r.code == 1, r.stdout
+    assert head(repo) == root
+    assert "ambiguous" in finding_codes(coord, repo, "A")
+    # B claims it as well: both accepts refuse, naming the ambiguity; nothing is guessed.
+    done(worker, repo, "B", "B")
+    for tid in ("A", "B"):
         r = coord(repo, "accept", tid)
-        assert r.code == 1, r.stdout
+        assert r.code == 1 and "ambiguous" in error_message(r), r.stdout
         assert head(repo) == root
-    assert "conflict" in finding_codes(coord, repo, "A")
 
 
 def test_index_dirty_refuses_and_keeps_the_staged_entry(make_repo: MakeRepo, coord: Cli,

@@ -308,14 +308,14 @@ def test_hunk_straddling_two_ranges_is_a_conflict(ten: Path) -> None:
     assert holders == ["task-001", "task-002"]
 
 
-def test_insertion_on_the_boundary_of_adjacent_ranges_is_a_conflict(ten: Path) -> None:
+def test_insertion_on_the_boundary_of_adjacent_ranges_is_ambiguous(ten: Path) -> None:
     edit_lines(ten, "f.txt", lambda rows: rows[:5] + ["new\n"] + rows[5:])  # after line 5
     a, b = task("task-001", "f.txt:1-5"), task("task-002", "f.txt:6-10")
     att = view(ten, [a, b]).attribution
-    assert att.owned == {}
-    ((_, h, holders),) = att.conflicts
-    assert (h.old_start, h.old_lines) == (5, 0)
-    assert holders == ["task-001", "task-002"]
+    assert att.owned == {} and att.conflicts == []
+    (amb,) = att.ambiguous
+    assert (amb.hunk.old_start, amb.hunk.old_lines) == (5, 0)
+    assert amb.tasks == ["task-001", "task-002"]
 
 
 @pytest.mark.parametrize("after, owner", [(2, "task-001"), (7, "task-001"), (0, None), (8, None)])

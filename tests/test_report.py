@@ -551,12 +551,17 @@ def test_hunk_digest_is_independent_of_position(make_repo) -> None:
     assert b[0]["sha256"] != a[0]["sha256"]
 
 
-def test_whole_report_digest_is_independent_of_position(make_repo) -> None:
+def test_whole_report_digest_follows_the_files_content(make_repo) -> None:
+    """A whole-file grant is identified by the content its commit gives: the same edit at
+    another line is another change (a moved line must make a report stale)."""
     repo_a = started(make_repo, {"f.txt": numbered(10)}, "f.txt")
-    repo_b = started(make_repo, {"f.txt": "pre\n" * 5 + numbered(10)}, "f.txt")
+    repo_b = started(make_repo, {"f.txt": numbered(10)}, "f.txt")
+    repo_c = started(make_repo, {"f.txt": numbered(10)}, "f.txt")
     set_line(repo_a, "f.txt", 3, "edited line")
     set_line(repo_b, "f.txt", 8, "edited line")
-    assert core_done(repo_a, "t1")["patch_sha256"] == core_done(repo_b, "t1")["patch_sha256"]
+    set_line(repo_c, "f.txt", 3, "edited line")
+    a, b, c = (core_done(r, "t1")["patch_sha256"] for r in (repo_a, repo_b, repo_c))
+    assert a != b and a == c
 
 
 def test_changes_outside_the_grants_are_overlaps_not_changes(make_repo, coord, worker) -> None:
@@ -598,9 +603,14 @@ def test_change_straddling_grants_is_an_overlap(make_repo) -> None:
     core_start(repo, "t1")
     text = (repo / "f.txt").read_text().replace("line 10\nline 11\n", "joined\n")
     (repo / "f.txt").write_text(text)
-    report = core_done(repo, "t1")
-    assert report["changes"] == []
-    assert [(o["path"], o["task_id"]) for o in report["overlaps"]] == [("f.txt", "t2")]
+    # The worker's own edit reaches into t2's range: it cannot be claimed, nothing is
+    # delivered, and the message says which lines and what to do.
+    from hunkwise.shared.errors import CheckFailed
+
+    with pytest.raises(CheckFailed) as err:
+        core_done(repo, "t1")
+    assert "f.txt lines 10-11" in err.value.message and "t2" in err.value.message
+    assert "wider grant" in err.value.message
 
 
 # ---- paths git allows but UTF-8 does not ---------------------------------------------------

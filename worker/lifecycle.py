@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import secrets
+from collections import Counter
 from typing import Any
 
 from hunkwise import inbox
@@ -34,7 +35,15 @@ from hunkwise.shared.models import (
     report_path,
 )
 from hunkwise.shared.signals import send
-from hunkwise.shared.tree import active_tasks, add_regions, patch_digest, sync_ranges, to_entries, view
+from hunkwise.shared.tree import (
+    active_tasks,
+    identities_of_selection,
+    patch_digest,
+    select,
+    sync_ranges,
+    task_entries,
+    view,
+)
 
 STARTABLE = (TaskState.ASSIGNED, TaskState.CHANGES_REQUESTED)
 
@@ -79,6 +88,14 @@ def start(ctx: Ctx, task_id: str, *, session: str | None, role: str) -> dict[str
     from hunkwise.shared.signals import pending_for
 
     ttl = ctx.config.claims.ttl_seconds
+    # What lies in the task's grants before it starts is not its work: read the tree before
+    # taking the lock (nothing slow under it), record it with the claim.
+    # Only a task's first start takes the baseline: after changes were requested, a
+    # deferral or a recovery, what it left in the tree is still its own work.
+    state0 = store.load(ctx.lay)
+    task0 = get_task(state0, task_id)
+    first = task0.state == TaskState.ASSIGNED and task0.session is None and not task0.revision
+    base = _baseline(ctx, state0, task0) if first else None
     with store.transaction(ctx.lay) as state:
         task = get_task(state, task_id)
         refuse_if_frozen(state, f"worker start {task_id}")
@@ -108,6 +125,8 @@ def start(ctx: Ctx, task_id: str, *, session: str | None, role: str) -> dict[str
             if sess is None:
                 sess = new_session(state, role)
             _may_take(task, sess)
+            if base is not None:
+                task.inherited = base
             task.state = TaskState.IN_PROGRESS
             task.session = sess
             task.claim = Claim(session=sess, opened=now, heartbeat=now, ttl=ttl)
@@ -125,6 +144,25 @@ def start(ctx: Ctx, task_id: str, *, session: str | None, role: str) -> dict[str
     notes = [n.model_dump() for n in task.notes]
     return {"checkpoint": shown.model_dump() if shown else None, "task": brief, "session": sess,
             "signals": sigs, "expect": task.expect, "notes": notes}
+
+
+def _baseline(ctx: Ctx, state: Any, task: Task) -> dict[str, list[str]]:
+    """The task's changes already in the tree, less what its own reports claimed."""
+    sync_ranges(ctx.repo, state)
+    probe = task.model_copy(update={"inherited": {}})
+    tv = view(ctx.repo, [probe if t.id == task.id else t for t in active_tasks(state)])
+    have = identities_of_selection(tv, probe, select(tv, probe))
+    for ident_path, ident in _conflict_ids(tv, task):
+        have.setdefault(ident_path, []).append(ident)
+    mine = Counter((p, i) for p, ids in task.claimed.items() for i in ids)
+    out: dict[str, list[str]] = {}
+    for path, ids in have.items():
+        for ident in ids:
+            if mine[(path, ident)] > 0:
+                mine[(path, ident)] -= 1
+            else:
+                out.setdefault(path, []).append(ident)
+    return out
 
 
 def _proposed(task: Task, message: str | None, summary: str) -> ProposedCommit:
@@ -158,11 +196,26 @@ def _report(ctx: Ctx, task_id: str, *, status: str, session: str | None, summary
         names = ", ".join(f"{c.command!r} (exit {c.exit_code})" for c in failed)
         raise CheckFailed(f"{task_id}: check failed: {names}; nothing was delivered")
     tv = view(ctx.repo, active_tasks(state))
-    entries = to_entries(tv.task_changes(task_id))
-    add_regions(ctx.repo, entries, tv.task_changes(task_id), task)
+    sel = select(tv, task)
+    blocking = _unclaimable(tv, task, sel)
+    if blocking and status == "done":
+        raise CheckFailed(f"{task_id}: {len(blocking)} edit(s) in your grants cannot be "
+                          f"claimed: {'; '.join(blocking[:5])}. Move the edit inside your "
+                          "range, or ask the coordinator for a wider grant (worker blocked "
+                          f"{task_id} --reason ...); nothing was delivered")
+    entries = task_entries(ctx.repo, tv, task, sel)
     overlaps = [Overlap(path=report_path(ch.path), task_id=",".join(t for t in tids if t != task_id) or None,
                         note="a change here straddles grants" + (f" (line {h.old_start})" if h else ""))
                 for ch, h, tids in tv.attribution.conflicts if task_id in tids]
+    overlaps += [Overlap(path=report_path(a.change.path),
+                         task_id=",".join(t for t in a.tasks if t != task_id) or None,
+                         note=f"ambiguous change at line {a.hunk.old_start} claimed: it lies "
+                              "inside the other task's grant too; it is committed for this "
+                              "task only if the other does not claim it")
+                 for a in sel.claimed_ambiguous]
+    overlaps += [Overlap(path=path, note="inherited: this change was in the grant before "
+                                         "the task started; not claimed")
+                 for path, _ident in sel.inherited]
     overlaps += [Overlap(path=report_path(ch.path), note="change outside every grant: never committed")
                  for ch, h in tv.attribution.unowned]
     with store.locked(ctx.lay):
@@ -184,12 +237,14 @@ def _report(ctx: Ctx, task_id: str, *, status: str, session: str | None, summary
             changes=entries, patch_sha256=patch_digest(entries), snapshot=tv.snap.tree,
             revision=task.revision, report_id=f"rep-{task_id}-r{task.revision}-{secrets.token_hex(4)}",
             checks=checks, overlaps=overlaps[:1000], unfinished=unfinished,
-            proposed_commit=_proposed(task, message, summary), reason=reason)
+            proposed_commit=_proposed(task, message, summary), reason=reason,
+            checks_skipped=not run and bool(task.checks) and status == "done")
         git.run(ctx.repo, "update-ref", f"refs/hunkwise/snapshots/{task_id}/r{task.revision}",
                 tv.snap.tree)
         path = inbox.deliver(ctx.lay.inbox, report.model_dump_json().encode(), task_id, task.revision)
         task.state = TaskState.REPORTED
         task.last_report = path.name
+        task.claimed = identities_of_selection(tv, task, sel)
         if status == "done" and any(v != "pending" for v in task.audit.values()):
             # New work needs a new look: verdicts were about the previous revision.
             for role in task.audit:
@@ -206,6 +261,30 @@ def _report(ctx: Ctx, task_id: str, *, status: str, session: str | None, summary
             "hunks": sum(len(e.hunks) for e in entries),
             "checks_passed": sum(1 for c in checks if c.passed), "checks_total": len(checks),
             "overlaps": [o.model_dump() for o in overlaps]}}
+
+
+def _conflict_ids(tv: Any, task: Task) -> list[tuple[str, str]]:
+    return [(report_path(ch.path), "conflict:" + (tv.attribution.identity(h) if h else ch.new_oid))
+            for ch, h, tids in tv.attribution.conflicts if task.id in tids]
+
+
+def _unclaimable(tv: Any, task: Task, sel: Any) -> list[str]:
+    """Edits touching the task's grants that no rule lets it claim (and it did not inherit)."""
+    left = Counter((p, i) for p, ids in task.inherited.items() for i in ids)
+    out = []
+    for (ch, h, tids), key in zip(
+            [c for c in tv.attribution.conflicts if task.id in c[2]], _conflict_ids(tv, task),
+            strict=True):
+        if left[key] > 0:
+            left[key] -= 1
+            continue
+        where = f"lines {h.old_start}-{h.old_end}" if h and h.old_lines else (
+            f"after line {h.old_start}" if h else "the whole file")
+        others = [t for t in tids if t != task.id]
+        why = (f"it straddles your grant and {', '.join(others)}'s" if others
+               else "it reaches outside your grant")
+        out.append(f"{report_path(ch.path)} {where}: {why}")
+    return out
 
 
 def done(ctx: Ctx, task_id: str, *, session: str | None, summary: str, unfinished: list[str],
