@@ -53,7 +53,11 @@ def plan_commit(ctx: Ctx, tv: TreeView, task_id: str,
     by_path = {c.path: c for c in tv.changes}
     split = [c for c in mine if c.splittable and c.hunks]
     split_paths = {c.path for c in split}
-    blobs = git.cat_blobs(ctx.repo, [c.old_oid for c in split] + [c.new_oid for c in split])
+    # Old texts of range-granted files were read for attribution already.
+    known = {c.old_oid: tv.old_texts[c.path] for c in split if c.path in tv.old_texts}
+    blobs = git.cat_blobs(ctx.repo, [c.old_oid for c in split if c.old_oid not in known]
+                          + [c.new_oid for c in split])
+    blobs.update(known)
     entries: dict[str, tuple[str, str] | None] = {}
     new_contents: list[bytes] = []
     for c in mine:

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from hunkwise.shared.cli import common, run, version_option
+from hunkwise.shared.cli import common, exit_process, run, version_option
 from hunkwise.shared.output import clip, emit, table
 
 
@@ -465,4 +465,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def entry() -> None:
-    sys.exit(main())
+    exit_process(main())

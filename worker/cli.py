@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from hunkwise.shared.cli import common, run, version_option
+from hunkwise.shared.cli import common, exit_process, run, version_option
 from hunkwise.shared.output import emit
 
 
@@ -234,4 +234,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def entry() -> None:
-    sys.exit(main())
+    exit_process(main())
