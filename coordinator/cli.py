@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from hunkwise.shared.cli import common, exit_process, run, version_option
-from hunkwise.shared.output import clip, emit, table
+from hunkwise.shared.output import clip, emit, one_line, table
 
 
 
@@ -116,57 +116,81 @@ def inbox_cmd(as_json: bool, repo: str | None) -> None:
     doc = review.list_inbox(_ctx(repo))
 
     def human(d: dict[str, Any]) -> str:
-        rows = [(r["task_id"], r["status"], clip(r["title"], 40),
+        # An audit verdict is not a work report: say which is which.
+        rows = [(r["task_id"], r.get("kind", "report") + (f" ({r['role']})" if r.get("role") else ""),
+                 r["status"], clip(r["title"], 40),
                  f"{r['checks_passed']}/{r['checks_total']}", f"{r['age_s']:.0f}s")
                 for r in d["reports"]]
-        return table(rows, ("task", "status", "title", "checks", "age")) if rows else "inbox empty"
+        return (table(rows, ("task", "kind", "status", "title", "checks", "age"))
+                if rows else "inbox empty")
 
     emit(doc, as_json, human)
 
 
 def _findings_text(v: dict[str, Any]) -> str:
-    if v["ok"]:
-        return "validation: ok"
-    lines = ["validation: NOT ok"]
+    lines = ["validation: ok" if v["ok"] else "validation: NOT ok"]
     for f in v["findings"]:
         where = f" {f['path']}:" if f.get("path") else ""
         lines.append(f"  - {f['code']}:{where} {f['detail']}")
+    for f in v.get("warnings") or []:
+        where = f" {f['path']}:" if f.get("path") else ""
+        lines.append(f"  warning {f['code']}:{where} {f['detail']}")
     return "\n".join(lines)
 
 
 def _contract_text(r: dict[str, Any]) -> str:
+    """A report as the coordinator reads it. Every value a worker wrote goes through
+    `one_line`: its own line breaks cannot forge a line of this output."""
+    o = one_line
     if r.get("kind") == "review":
-        return (f"{r['task_id']} r{r['revision']} audit by {r['role']}: {r['verdict']}\n"
-                f"  notes:   {r['summary']}\n  session: {r['session']}")
-    lines = [f"{r['task_id']} r{r['revision']} [{r['status']}] {r['title']}",
-             f"  expect:  {r['expect']}",
-             f"  session: {r['session']}"]
+        return (f"{o(r['task_id'])} r{r['revision']} audit by {o(r['role'])}: {o(r['verdict'])}\n"
+                f"  notes:   {o(r['summary'])}\n  session: {o(r['session'])}")
+    lines = [f"{o(r['task_id'])} r{r['revision']} [{o(r['status'])}] {o(r['title'])}",
+             f"  expect:  {o(r['expect'])}",
+             f"  session: {o(r['session'])}"]
     if r.get("summary"):
-        lines.append(f"  summary: {r['summary']}")
+        lines.append(f"  summary: {o(r['summary'])}")
     if r.get("reason"):
-        lines.append(f"  reason:  {r['reason']}")
+        lines.append(f"  reason:  {o(r['reason'])}")
+    if r.get("checks_skipped"):
+        lines.append("  checks:  SKIPPED (--no-run-checks)")
     for c in r["changes"]:
-        hunks = ", ".join(f"-{h['old_start']},{h['old_lines']} +{h['new_start']},{h['new_lines']}"
-                          for h in c["hunks"][:6])
+        spans = ", ".join(_lines(h) for h in c["hunks"][:6])
         more = f" (+{len(c['hunks']) - 6})" if len(c["hunks"]) > 6 else ""
-        lines.append(f"  {c['kind']:<9}{c['path']}  {hunks}{more}")
+        lines.append(f"  {c['kind']:<9}{o(c['path'])}  {spans}{more}")
     for c in r["checks"]:
-        lines.append(f"  check {'pass' if c['passed'] else 'FAIL'} ({c['duration_s']:.2f}s): {c['command']}")
+        lines.append(f"  check {'pass' if c['passed'] else 'FAIL'} ({c['duration_s']:.2f}s): {o(c['command'])}")
     for u in r["unfinished"]:
-        lines.append(f"  unfinished: {u}")
-    for o in r["overlaps"][:10]:
-        lines.append(f"  overlap: {o['path']}: {o['note']}")
-    lines.append(f"  commit:  {r['proposed_commit']['subject']}")
+        lines.append(f"  unfinished: {o(u)}")
+    for ov in r["overlaps"][:10]:
+        lines.append(f"  overlap: {o(ov['path'])}: {o(ov['note'])}")
+    lines.append(f"  commit:  {o(r['proposed_commit']['subject'])}")
     return "\n".join(lines)
 
 
+def _lines(h: dict[str, Any]) -> str:
+    """A hunk as people count lines: `lines 135-137`, `after line 12` for an insertion."""
+    if h["old_lines"] == 0:
+        return f"+{h['new_lines']} after line {h['old_start']}"
+    end = h["old_start"] + h["old_lines"] - 1
+    span = f"line {h['old_start']}" if end == h["old_start"] else f"lines {h['old_start']}-{end}"
+    return span + (f" -> {h['new_lines']}" if h["new_lines"] != h["old_lines"] else "")
+
+
 @cli.command(name="next")
+@click.option("--diff", "with_diff", is_flag=True, help="Also print the patch accept would commit.")
 @common
-def next_cmd(as_json: bool, repo: str | None) -> None:
+def next_cmd(with_diff: bool, as_json: bool, repo: str | None) -> None:
     """Safe checkpoint: take the oldest pending report, validate it, print its contract."""
     from hunkwise.coordinator import review
 
-    doc = review.next_report(_ctx(repo))
+    ctx = _ctx(repo)
+    doc = review.next_report(ctx)
+    n = doc["next"]
+    if with_diff and n is not None and n["report"].get("kind") != "review":
+        from hunkwise.coordinator.diffview import task_diff
+
+        doc["diff"] = task_diff(ctx, n["report"]["task_id"])
 
     def human(d: dict[str, Any]) -> str:
         if d["next"] is None:
@@ -175,8 +199,27 @@ def next_cmd(as_json: bool, repo: str | None) -> None:
         audit = n.get("audit") or {}
         verdicts = ("audit: " + ", ".join(f"{r} {v}" for r, v in sorted(audit.items())) + "\n"
                     if audit else "")
-        return (f"{_contract_text(n['report'])}\n{verdicts}{_findings_text(n['validation'])}\n"
+        text = (f"{_contract_text(n['report'])}\n{verdicts}{_findings_text(n['validation'])}\n"
                 f"({d['pending']} more pending)")
+        return text + ("\n" + d["diff"]["patch"] if d.get("diff") else "")
+
+    emit(doc, as_json, human)
+
+
+@cli.command(name="diff")
+@click.argument("task_id")
+@click.option("--stat", is_flag=True, help="A summary per file instead of the patch.")
+@common
+def diff_cmd(task_id: str, stat: bool, as_json: bool, repo: str | None) -> None:
+    """Exactly the patch `coord accept ID` would commit now."""
+    from hunkwise.coordinator.diffview import task_diff
+
+    doc = task_diff(_ctx(repo), task_id, stat=stat)
+
+    def human(d: dict[str, Any]) -> str:
+        if not d["files"]:
+            return f"{task_id}: no changes to commit"
+        return d["stat"] if stat else d["patch"]
 
     emit(doc, as_json, human)
 

@@ -169,7 +169,9 @@ def validation_doc(v: Verdict) -> dict[str, Any]:
 def report_summary(report: Report, age_s: float | None = None) -> dict[str, Any]:
     passed = sum(1 for c in report.checks if c.passed)
     row: dict[str, Any] = {
-        "task_id": report.task_id, "status": report.status, "title": report.title,
+        "task_id": report.task_id, "kind": "verdict" if report.kind == "review" else "report",
+        "status": report.verdict or report.status if report.kind == "review" else report.status,
+        "role": report.role, "title": report.title,
         "checks_passed": passed, "checks_total": len(report.checks),
         "created_at": report.created_at, "revision": report.revision,
         "session": report.session,

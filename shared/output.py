@@ -41,9 +41,18 @@ def fail(err: CoordError | Exception, as_json: bool, prog: str) -> int:
 
 def printable(text: str) -> str:
     """Text safe for a terminal or a table cell: control and format characters (C0, C1,
-    escape sequences, bidi overrides, line separators) become spaces."""
-    return "".join(" " if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp") else ch
-                   for ch in text)
+    escape sequences, bidi overrides, line separators) become spaces; tabs stay."""
+    return "".join(" " if ch != "\t" and unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp")
+                   else ch for ch in text)
+
+
+def one_line(text: object) -> str:
+    """A value a worker wrote, shown on one line: its own line breaks are shown as `\\n`,
+    so it can never print a line of its own (a fake `validation: ok`, say)."""
+    s = str(text)
+    for brk in ("\r\n", "\n", "\r", "\u2028", "\u2029", "\x85"):
+        s = s.replace(brk, "\\n")
+    return printable(s)
 
 
 def table(rows: Sequence[Sequence[Any]], header: Sequence[str]) -> str:

@@ -1,0 +1,73 @@
+"""`coord diff ID`: exactly the patch `coord accept ID` would commit now.
+
+The same selection as accept (what the task owns, plus the ambiguous changes its newest
+report claims, minus what it inherited), spliced onto HEAD the same way, then shown by
+git itself between HEAD's tree and that tree (renames detected, so a moved file shows its
+old and new path). Reads only: the state is not saved, the tree and index untouched.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from hunkwise.shared import git, store
+from hunkwise.shared.context import Ctx, get_task
+from hunkwise.shared.errors import UsageError
+from hunkwise.shared.models import report_path
+from hunkwise.shared.tree import active_tasks, claims_of, select, sync_ranges, view
+
+SHOW = ("--no-ext-diff", "--no-textconv", "--no-color", "-M", "--full-index")
+
+
+def task_diff(ctx: Ctx, task_id: str, *, stat: bool = False) -> dict[str, Any]:
+    from hunkwise.coordinator.accept import plan_commit
+
+    state = store.load(ctx.lay)
+    task = get_task(state, task_id)
+    if not task.active:
+        raise UsageError(f"{task_id} is {task.state}: it has no pending changes"
+                         + (f" (its commit: {task.commit})" if task.commit else ""))
+    sync_ranges(ctx.repo, state)  # in memory only: reading never writes the state
+    tv = view(ctx.repo, active_tasks(state))
+    # Before any report, show what its report would claim; after, what it did claim.
+    sel = select(tv, task, claims_of(task) if task.claimed or task.revision else None)
+    doc: dict[str, Any] = {"task": task_id, "base": tv.snap.head, "files": [], "patch": ""}
+    if not sel.changes:
+        return doc
+    plan = plan_commit(ctx, tv, task_id, sel.changes)
+    base = tv.snap.head_tree
+    numstat = git.run(ctx.repo, "diff-tree", "-r", "-z", "--numstat", *SHOW, base, plan.tree)
+    doc["files"] = _numstat(numstat)
+    if stat:
+        doc["stat"] = git.run(ctx.repo, "diff-tree", "-r", "--stat=100", *SHOW, base,
+                              plan.tree).decode("utf-8", "replace")
+    else:
+        doc["patch"] = git.run(ctx.repo, "diff-tree", "-r", "-p", "--binary", *SHOW, base,
+                               plan.tree).decode("utf-8", "surrogateescape")
+    doc["tree"] = plan.tree
+    return doc
+
+
+def _numstat(out: bytes) -> list[dict[str, Any]]:
+    """`--numstat -z`: "A\\tR\\tPATH\\0", or "A\\tR\\t\\0OLD\\0NEW\\0" for a rename."""
+    files: list[dict[str, Any]] = []
+    fields = out.split(b"\0")
+    i = 0
+    while i < len(fields):
+        head = fields[i]
+        if not head:
+            i += 1
+            continue
+        added, removed, path = head.split(b"\t", 2)
+        row: dict[str, Any] = {"added": None if added == b"-" else int(added),
+                               "removed": None if removed == b"-" else int(removed)}
+        if path:
+            row["path"] = report_path(os.fsdecode(path))
+            i += 1
+        else:
+            row["old_path"] = report_path(os.fsdecode(fields[i + 1]))
+            row["path"] = report_path(os.fsdecode(fields[i + 2]))
+            i += 3
+        files.append(row)
+    return files
