@@ -187,7 +187,7 @@ def _accept(ctx: Ctx, task_id: str, *, message: str | None, recheck: bool | None
                                    f"{now_task.state}, revision {now_task.revision}); nothing "
                                    "committed")
             rc, _ = git.run_rc(ctx.repo, "update-ref", "-m", f"coord accept {task_id}", "HEAD",
-                               commit, head or "0" * 40,
+                               commit, head or git.null_oid(ctx.repo),
                                env={"HUNKWISE_COORDINATOR": "1"})
             if rc != 0:
                 if git.head(ctx.repo) == head:

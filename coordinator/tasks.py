@@ -6,7 +6,7 @@ import time
 from typing import Any
 
 from hunkwise import inbox
-from hunkwise.shared import git, store
+from hunkwise.shared import config, git, store
 from hunkwise.shared.context import Ctx
 from hunkwise.shared.diff import looks_binary
 from hunkwise.shared.errors import StateRefused, UsageError
@@ -140,4 +140,6 @@ def status(ctx: Ctx) -> dict[str, Any]:
         "conflicts": conflicts,
         "index_dirty": bool(staged),
         "staged": staged,
+        # Settings come from HEAD's coord.toml: an uncommitted edit is not in force.
+        "config_differs": config.working_copy_differs(ctx.repo),
     }

@@ -89,25 +89,41 @@ def parse(text: str, where: str = "coord.toml") -> Config:
 
 
 def load_at(repo: Path, commit: str) -> Config:
-    """The settings as committed in `commit` (what a proof of that commit must use)."""
+    """The settings as committed in `commit`: HEAD for every command, the frozen commit for
+    verify. Never the working tree's copy: an uncommitted (or half-edited, or unowned) edit
+    must not change what the coordinator runs or how long a claim lives."""
     from . import git
 
-    found = git.blob_at(repo, commit, "coord.toml")
-    if found is None:
+    data = git.file_at(repo, commit, "coord.toml")
+    where = f"coord.toml at {commit if commit == 'HEAD' else commit[:12]}"
+    if data is None:
         return Config()
     try:
-        text = found[1].decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
-        raise UsageError(f"coord.toml at {commit[:12]}: not UTF-8 text") from None
-    return parse(text, f"coord.toml at {commit[:12]}")
+        raise UsageError(f"{where}: not UTF-8 text") from None
+    return parse(text, where)
 
 
 def load(repo: Path) -> Config:
+    """The settings in force: `coord.toml` as committed at HEAD."""
+    return load_at(repo, "HEAD")
+
+
+def working_copy_differs(repo: Path) -> bool:
+    """Does the working tree's `coord.toml` differ from HEAD's (so an edit is not in force)?"""
+    from . import git
+
+    committed = git.file_at(repo, "HEAD", "coord.toml")
     path = repo / "coord.toml"
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return Config()
-    except UnicodeDecodeError:
-        raise UsageError(f"{path}: not UTF-8 text") from None
-    return parse(text, str(path))
+        data = path.read_bytes() if not path.is_symlink() else None
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        data = None
+    if data == committed:
+        return False
+    if data is None or committed is None:
+        return True
+    # Clean filters (line endings) may make equal content look different on disk.
+    oid = git.run(repo, "hash-object", "--path=coord.toml", "--stdin", input=data).decode().strip()
+    return oid != git.run(repo, "rev-parse", "HEAD:coord.toml").decode().strip()

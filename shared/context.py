@@ -22,11 +22,18 @@ class Ctx:
 
     @cached_property
     def config(self) -> config.Config:
+        """`coord.toml` as committed at HEAD, read once, when a command first needs it."""
         return config.load(self.repo)
 
 
 def open_repo(repo: str | None) -> Ctx:
     top = git.toplevel(repo)
+    main = git.linked_worktree_of(top)
+    if main is not None:
+        # A linked worktree has its own HEAD and index, but shares the state: acting here
+        # would re-map every task's ranges through another commit.
+        raise UsageError(f"{top} is a linked worktree; run hunkwise from the main working "
+                         f"tree at {main}")
     return Ctx(repo=top, lay=store.layout(top))
 
 

@@ -11,13 +11,17 @@ import os
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import NewType
+from typing import NamedTuple, NewType
 
 from .errors import GitError, UsageError
 
 Sha = NewType("Sha", str)
 
 EMPTY_TREE = Sha("4b825dc642cb6eb9a060e54bf8d69288fbee4904")
+# The empty tree and the null object id of each object format git knows (`extensions.objectFormat`).
+EMPTY_TREES = {"sha1": EMPTY_TREE,
+               "sha256": Sha("6ef19b41225c5369f1c104d45d8d85efa9b057b53b14b4b9b939dd74decc5321")}
+HEX_LENGTHS = {"sha1": 40, "sha256": 64}
 
 # Options that make diff output independent of user and system configuration. Position
 # and shape of -U0 hunks depend on the algorithm and the indent heuristic, so both are fixed.
@@ -96,23 +100,37 @@ def run_rc(repo: Path | str, *args: str, env: Mapping[str, str] | None = None,
     return proc.returncode, proc.stdout
 
 
-_DIRS: dict[str, tuple[Path, Path, Path]] = {}
+class _Dirs(NamedTuple):
+    top: Path
+    common: Path
+    git_dir: Path
+    object_format: str
 
 
-def _dirs(start: Path) -> tuple[Path, Path, Path]:
-    """(top level, common dir, git dir) with one rev-parse, cached per process."""
+_DIRS: dict[str, _Dirs] = {}
+# The object format of the repository this process opened last: the default of helpers
+# that build git input without a repository at hand (`index_info`).
+_LAST_FORMAT = ["sha1"]
+
+
+def _dirs(start: Path) -> _Dirs:
+    """Top level, common dir, git dir and object format with one rev-parse, cached per process."""
     key = str(start)
     if key not in _DIRS:
         rc, out = run_rc(start, "rev-parse", "--show-toplevel", "--git-common-dir",
-                         "--absolute-git-dir")
+                         "--absolute-git-dir", "--show-object-format")
         lines = out.split(b"\n")
-        if rc != 0 or len(lines) < 3 or not lines[0]:
+        if rc != 0 or len(lines) < 4 or not lines[0]:
             raise UsageError(f"{start}: not inside a git work tree (use --repo PATH)")
         top = Path(os.fsdecode(lines[0]))
         common = Path(os.fsdecode(lines[1]))
         common = common if common.is_absolute() else (start / common).resolve()
-        _DIRS[key] = (top, common, Path(os.fsdecode(lines[2])))
+        fmt = lines[3].decode().strip()
+        if fmt not in HEX_LENGTHS:
+            raise UsageError(f"{top}: object format {fmt!r} is not supported (sha1, sha256)")
+        _DIRS[key] = _Dirs(top, common, Path(os.fsdecode(lines[2])), fmt)
         _DIRS.setdefault(str(top), _DIRS[key])
+    _LAST_FORMAT[0] = _DIRS[key].object_format
     return _DIRS[key]
 
 
@@ -121,15 +139,50 @@ def toplevel(start: Path | str | None) -> Path:
     where = Path(start) if start else Path.cwd()
     if not where.is_dir():
         raise UsageError(f"--repo {where}: no such directory")
-    return _dirs(where)[0]
+    return _dirs(where).top
 
 
 def common_dir(repo: Path) -> Path:
-    return _dirs(repo)[1]
+    return _dirs(repo).common
 
 
 def git_dir(repo: Path) -> Path:
-    return _dirs(repo)[2]
+    return _dirs(repo).git_dir
+
+
+def object_format(repo: Path) -> str:
+    """`sha1` or `sha256`: read from the repository, never assumed."""
+    return _dirs(repo).object_format
+
+
+def null_oid(repo: Path | None = None) -> Sha:
+    """The all-zero object id of the repository's format (git's "no object")."""
+    fmt = object_format(repo) if repo is not None else _LAST_FORMAT[0]
+    return Sha("0" * HEX_LENGTHS[fmt])
+
+
+def is_null_oid(oid: str) -> bool:
+    return len(oid) in (40, 64) and not oid.strip("0")
+
+
+def empty_tree(repo: Path) -> Sha:
+    return EMPTY_TREES[object_format(repo)]
+
+
+def linked_worktree_of(repo: Path) -> Path | None:
+    """The main working tree when `repo` is a linked worktree (None in the main one).
+
+    A linked worktree has its own HEAD and index: acting there on state shared through the
+    common directory would map every task's ranges through another commit.
+    """
+    d = _dirs(repo)
+    if os.path.realpath(d.git_dir) == os.path.realpath(d.common):
+        return None
+    out = run(repo, "worktree", "list", "--porcelain", "-z")
+    for record in out.split(b"\0"):
+        if record.startswith(b"worktree "):
+            return Path(os.fsdecode(record[len(b"worktree "):]))
+    return d.common.parent
 
 
 def head_and_tree(repo: Path) -> tuple[Sha | None, Sha]:
@@ -137,7 +190,7 @@ def head_and_tree(repo: Path) -> tuple[Sha | None, Sha]:
     rc, out = run_rc(repo, "rev-parse", "HEAD^{commit}", "HEAD^{tree}")
     parts = out.decode().split()
     if rc != 0 or len(parts) != 2:
-        return None, EMPTY_TREE
+        return None, empty_tree(repo)
     return Sha(parts[0]), Sha(parts[1])
 
 
@@ -149,7 +202,7 @@ def head(repo: Path) -> Sha | None:
 
 def head_tree(repo: Path) -> Sha:
     rc, out = run_rc(repo, "rev-parse", "--verify", "-q", "HEAD^{tree}")
-    return Sha(out.decode().strip()) if rc == 0 else EMPTY_TREE
+    return Sha(out.decode().strip()) if rc == 0 else empty_tree(repo)
 
 
 def cat_blobs(repo: Path, oids: Sequence[str]) -> dict[str, bytes]:
@@ -205,15 +258,19 @@ def build_tree(repo: Path, base: str, entries: Mapping[str, tuple[str, str] | No
     with tempfile.TemporaryDirectory(prefix="hunkwise-idx-", dir=git_dir(repo)) as tmp:
         env = {"GIT_INDEX_FILE": os.path.join(tmp, "index")}
         run(repo, "read-tree", base, env=env)
-        run(repo, "update-index", "-z", "--index-info", input=index_info(entries), env=env)
+        run(repo, "update-index", "-z", "--index-info", input=index_info(entries, repo), env=env)
         return Sha(run(repo, "write-tree", env=env).decode().strip())
 
 
-def index_info(entries: Mapping[str, tuple[str, str] | None]) -> bytes:
-    """`update-index -z --index-info` input; mode 0 removes a path."""
+def index_info(entries: Mapping[str, tuple[str, str] | None], repo: Path | None = None) -> bytes:
+    """`update-index -z --index-info` input; mode 0 removes a path.
+
+    git parses the id of a removal too, at the length of the repository's format.
+    """
+    null = null_oid(repo)
     lines = []
     for path, entry in entries.items():
-        mode, oid = entry if entry is not None else ("0", "0" * 40)
+        mode, oid = entry if entry is not None else ("0", null)
         lines.append(f"{mode} {oid}\t".encode() + os.fsencode(path) + b"\0")
     return b"".join(lines)
 
@@ -240,6 +297,19 @@ def blob_at(repo: Path, rev: str, path: str) -> tuple[str, bytes] | None:
     if otype != "blob":
         return None
     return mode, cat_blobs(repo, [oid])[oid]
+
+
+def file_at(repo: Path, rev: str, path: str) -> bytes | None:
+    """The bytes of a regular file PATH in REV with one `cat-file`, or None when absent
+    (or not a blob, or REV unborn)."""
+    if "\n" in rev or "\n" in path:
+        raise UsageError(f"unreadable name {rev}:{path}")
+    out = run(repo, "cat-file", "--batch", input=f"{rev}:{path}\n".encode())
+    header, _, rest = out.partition(b"\n")
+    parts = header.split(b" ")
+    if len(parts) != 3 or parts[1] != b"blob":
+        return None
+    return rest[:int(parts[2])]
 
 
 def delete_refs(repo: Path, prefix: str) -> int:
