@@ -100,6 +100,9 @@ def status(as_json: bool, repo: str | None) -> None:
             out.append(f"event {ev['at']}: {ev['kind']}: {ev['path']}")
         if d["index_dirty"]:
             out.append(f"index: staged by someone else: {', '.join(d['staged'][:5])}")
+        if d.get("config_differs"):
+            out.append("warning: coord.toml in the working tree differs from HEAD's; settings "
+                       "come from HEAD until the edit is committed")
         return "\n".join(out)
 
     emit(doc, as_json, human)
@@ -321,16 +324,25 @@ def recover(task_id: str, note: str, as_json: bool, repo: str | None) -> None:
 
 @cli.command(name="signals")
 @click.option("--pending", "pending_only", is_flag=True, help="Only pending signals.")
+@click.option("--ack", "ack", multiple=True, metavar="ID|all",
+              help="Acknowledge a signal addressed to the coordinator (repeatable; 'all' for "
+                   "every pending one).")
 @common
-def signals_cmd(pending_only: bool, as_json: bool, repo: str | None) -> None:
-    """Every signal between sessions."""
+def signals_cmd(pending_only: bool, ack: tuple[str, ...], as_json: bool, repo: str | None) -> None:
+    """Every signal between sessions; --ack closes those addressed to the coordinator."""
     from hunkwise.coordinator import sessions
 
-    doc = sessions.signals(_ctx(repo), pending_only=pending_only)
-    emit(doc, as_json, lambda d: table([(s["id"], s["from"], s["to"], s["type"], s["about"],
-                                         clip(s["payload"], 40), s["state"]) for s in d["signals"]],
-                                       ("id", "from", "to", "type", "about", "payload", "state"))
-         if d["signals"] else "no signals")
+    doc = sessions.signals(_ctx(repo), pending_only=pending_only, ack=list(ack))
+
+    def human(d: dict[str, Any]) -> str:
+        head = f"acknowledged: {', '.join(d['acked']) or 'nothing'}\n" if "acked" in d else ""
+        body = (table([(s["id"], s["from"], s["to"], s["type"], s["about"],
+                        clip(s["payload"], 40), s["state"]) for s in d["signals"]],
+                      ("id", "from", "to", "type", "about", "payload", "state"))
+                if d["signals"] else "no signals")
+        return head + body
+
+    emit(doc, as_json, human)
 
 
 @cli.command()
@@ -374,13 +386,16 @@ def decide(decision_id: str, answer: str, as_json: bool, repo: str | None) -> No
 
 
 @cli.command(name="index")
-@click.option("--output", default=None, metavar="FILE", help="Also write the Markdown here.")
+@click.option("--output", default=None, is_flag=False, flag_value="", metavar="[FILE]",
+              help="Also write the Markdown to FILE; alone, to SESSIONS.md in the state "
+                   "directory (a file inside the working tree is git-excluded).")
+@click.option("--all", "everything", is_flag=True, help="Every signal, not only pending ones.")
 @common
-def index_cmd(output: str | None, as_json: bool, repo: str | None) -> None:
-    """Render the session index (claims, stale claims, signals) as Markdown."""
+def index_cmd(output: str | None, everything: bool, as_json: bool, repo: str | None) -> None:
+    """Render the session index (claims, stale claims, pending signals) as Markdown."""
     from hunkwise.coordinator import sessions
 
-    doc = sessions.index(_ctx(repo), output)
+    doc = sessions.index(_ctx(repo), output, everything=everything)
     emit(doc, as_json, lambda d: d["markdown"])
 
 

@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from hunkwise.shared import store
-from hunkwise.shared.context import Ctx, env_session, get_task, iso, machine_name
+from hunkwise.shared.context import Ctx, env_session, get_task, iso, machine_name, session_role
 from hunkwise.shared.errors import StateRefused, UsageError
 from hunkwise.shared.models import Checkpoint, SignalType, State, TaskState
 from hunkwise.shared.output import printable
+from hunkwise.shared.signals import ack as ack_signal
 from hunkwise.shared.signals import save_handoff, send
 from hunkwise.shared.tree import active_tasks, view
 
@@ -56,15 +57,51 @@ def recover(ctx: Ctx, task_id: str, note: str) -> dict[str, Any]:
         task.claim = None
         task.reserved_for = None
         task.updated_at = cp.at
-        send(state, sender=_me(), to="*", kind=SignalType.HANDOFF, about=task_id,
-             payload=f"recovered from stale {c.session}: " + cp.next)
+        # To whoever takes the task over: a session of the stale one's role, not everyone
+        # (reviewers and other roles have nothing to resume).
+        send(state, sender=_me(), to=f"{session_role(c.session)}@*", kind=SignalType.HANDOFF,
+             about=task_id, payload=f"recovered from stale {c.session}: " + cp.next)
     return {"task": task.public(), "handoff": cp.model_dump(), "stale_session": c.session}
 
 
-def signals(ctx: Ctx, *, pending_only: bool) -> dict[str, Any]:
-    state = store.load(ctx.lay)
-    rows = [s.public() for s in state.signals if not pending_only or s.state == "pending"]
-    return {"signals": rows}
+def _for_coordinator(sig: Any) -> bool:
+    """Addressed to the coordinator: a coordinator session, its role, or everyone."""
+    to = sig.to
+    if to == "*":
+        return True
+    if to.startswith("sess-"):
+        return session_role(to) in (COORDINATOR, "coord")
+    return to.partition("@")[0] in (COORDINATOR, "coord")
+
+
+def signals(ctx: Ctx, *, pending_only: bool, ack: list[str] | None = None) -> dict[str, Any]:
+    """List signals; with `ack`, acknowledge (close) the given ids addressed to the
+    coordinator, or every pending one with "all"."""
+    if not ack:
+        state = store.load(ctx.lay)
+        rows = [s.public() for s in state.signals if not pending_only or s.state == "pending"]
+        return {"signals": rows}
+    every = any(a in ("all", "--all") for a in ack)
+    me = _me()
+    acked: list[str] = []
+    with store.transaction(ctx.lay) as state:
+        by_id = {s.id: s for s in state.signals}
+        for sid in ack:
+            if sid in ("all", "--all"):
+                continue
+            sig = by_id.get(sid)
+            if sig is None:
+                raise UsageError(f"unknown signal {sid!r} (coord signals lists them)")
+            if not _for_coordinator(sig):
+                raise StateRefused(f"{sid} is addressed to {sig.to}, not to the coordinator; "
+                                   "only its addressee acknowledges it")
+        for sig in state.signals:
+            wanted = sig.id in ack or (every and sig.state == "pending" and _for_coordinator(sig))
+            if wanted and (sig.state == "pending" or me not in sig.acked_by):
+                ack_signal(sig, me)
+                acked.append(sig.id)
+        rows = [s.public() for s in state.signals if not pending_only or s.state == "pending"]
+    return {"signals": rows, "acked": acked}
 
 
 def audit(ctx: Ctx, task_id: str, roles: list[str]) -> dict[str, Any]:
@@ -136,7 +173,8 @@ def _table(header: list[str], rows: list[list[object]]) -> list[str]:
     return out
 
 
-def render_index(state: State, now: float | None = None) -> str:
+def render_index(state: State, now: float | None = None, *, everything: bool = False) -> str:
+    """Claims, stale claims, and the pending signals (`everything`: every signal)."""
     now = now or time.time()
     live: list[list[object]] = []
     stale: list[list[object]] = []
@@ -155,19 +193,49 @@ def render_index(state: State, now: float | None = None) -> str:
     lines += ["", "## Signals", ""]
     lines += _table(["id", "from", "to", "type", "about", "payload", "state"],
                     [[s.id, s.sender, s.to, s.type.value, s.about, s.payload, s.state]
-                     for s in state.signals])
+                     for s in state.signals if everything or s.state == "pending"])
     return "\n".join(lines) + "\n"
 
 
-def index(ctx: Ctx, output: str | None) -> dict[str, Any]:
+INDEX_FILE = "SESSIONS.md"
+
+
+def index(ctx: Ctx, output: str | None, *, everything: bool = False) -> dict[str, Any]:
+    """Render the index; `output` "" writes it into the state directory.
+
+    A file written inside the working tree is added to `.git/info/exclude`: the view must
+    not become an unowned change that `coord status` reports and nobody may commit.
+    """
     state = store.load(ctx.lay)
-    text = render_index(state)
-    if output:
-        path = Path(output)
-        if not path.is_absolute():
-            path = Path.cwd() / path
-        try:
-            store.atomic_write(path, text.encode())
-        except OSError as e:
-            raise UsageError(f"--output {output}: {e.strerror}") from None
-    return {"markdown": text, "output": output}
+    text = render_index(state, everything=everything)
+    if output is None:
+        return {"markdown": text, "output": None}
+    if output == "":
+        store.ensure(ctx.lay)
+    path = ctx.lay.root / INDEX_FILE if output == "" else Path(output)
+    if not path.is_absolute():
+        path = Path.cwd() / path
+    try:
+        store.atomic_write(path, text.encode())
+    except OSError as e:
+        raise UsageError(f"--output {output}: {e.strerror}") from None
+    _exclude_if_inside(ctx, path)
+    return {"markdown": text, "output": str(path)}
+
+
+def _exclude_if_inside(ctx: Ctx, path: Path) -> None:
+    import os
+
+    from hunkwise.shared import git
+
+    top = ctx.repo.resolve()
+    real = path.resolve()
+    if os.path.commonpath([top, real]) != str(top) or ctx.lay.root.resolve() in real.parents:
+        return
+    rel = "/" + real.relative_to(top).as_posix()
+    exclude = git.common_dir(ctx.repo) / "info" / "exclude"
+    text = exclude.read_text(encoding="utf-8", errors="replace") if exclude.exists() else ""
+    if rel not in text.splitlines():
+        exclude.parent.mkdir(parents=True, exist_ok=True)
+        with open(exclude, "a", encoding="utf-8") as f:
+            f.write(("\n" if text and not text.endswith("\n") else "") + rel + "\n")

@@ -1,0 +1,80 @@
+"""Loops a coordinator's real day must be able to close: signals, the index file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.conftest import Result, age_claims, git, numbered, write
+
+COORD = "sess-20260101-0800-coordinator@desk"
+W1 = "sess-20260101-0900-build@desk"
+W2 = "sess-20260101-0901-build@laptop"
+REVIEW = "sess-20260101-0902-review@laptop"
+
+
+def ok(r: Result) -> dict:
+    assert r.code == 0, f"exit {r.code}\n{r.stdout}\n{r.stderr}"
+    return r.doc
+
+
+def signal(worker, repo: Path, sender: str, to: str, about: str = "t1") -> str:
+    return ok(worker(repo, "signal", "--to", to, "--type", "BLOCKED_ON", "--about", about,
+                     "--payload", "need a decision", session=sender))["signal"]["id"]
+
+
+def test_the_coordinator_acknowledges_signals_addressed_to_it(make_repo, coord, worker):
+    repo = make_repo({"f.txt": numbered(3)})
+    mine = signal(worker, repo, W1, "coordinator@desk")
+    also = signal(worker, repo, W1, "*")
+    theirs = signal(worker, repo, W1, REVIEW)
+    r = coord(repo, "signals", "--ack", theirs, session=COORD)
+    assert r.code == 3 and REVIEW in r.doc["error"]["message"]
+    assert coord(repo, "signals", "--ack", "sig-nope", session=COORD).code == 2
+    doc = ok(coord(repo, "signals", "--ack", mine, session=COORD))
+    assert doc["acked"] == [mine]
+    states = {s["id"]: s["state"] for s in doc["signals"]}
+    assert states == {mine: "delivered", also: "pending", theirs: "pending"}
+    doc = ok(coord(repo, "signals", "--ack", "all", session=COORD))
+    assert doc["acked"] == [also]
+    assert {s["id"] for s in ok(coord(repo, "signals", "--pending"))["signals"]} == {theirs}
+
+
+def test_index_shows_pending_signals_and_all_on_request(make_repo, coord, worker):
+    repo = make_repo({"f.txt": numbered(3)})
+    done_id = signal(worker, repo, W1, "coordinator@desk", about="first")
+    open_id = signal(worker, repo, W1, "coordinator@desk", about="second")
+    ok(coord(repo, "signals", "--ack", done_id, session=COORD))
+    md = ok(coord(repo, "index"))["markdown"]
+    assert open_id in md and done_id not in md
+    md = ok(coord(repo, "index", "--all"))["markdown"]
+    assert open_id in md and done_id in md
+
+
+def test_index_output_defaults_to_the_state_directory_and_keeps_status_clean(
+        make_repo, coord):
+    repo = make_repo({"f.txt": numbered(3)})
+    doc = ok(coord(repo, "index", "--output"))
+    out = Path(doc["output"])
+    assert out.name == "SESSIONS.md" and out.read_text() == doc["markdown"]
+    assert git(repo, "status", "--porcelain") == ""
+    # Written into the tree on purpose: git-excluded, so no unowned change appears.
+    doc = ok(coord(repo, "index", "--output", "SESSIONS.md"))
+    assert (repo / "SESSIONS.md").read_text() == doc["markdown"]
+    assert git(repo, "status", "--porcelain") == ""
+    assert ok(coord(repo, "status"))["unowned"] == []
+    ok(coord(repo, "index", "--output", "SESSIONS.md"))
+    exclude = (repo / ".git/info/exclude").read_text().splitlines()
+    assert exclude.count("/SESSIONS.md") == 1
+
+
+def test_a_recovery_handoff_goes_to_the_role_not_to_everyone(make_repo, coord, worker):
+    repo = make_repo({"f.txt": numbered(3)})
+    ok(coord(repo, "assign", "t1", "--title", "t", "--expect", "e", "--write", "f.txt"))
+    ok(worker(repo, "start", "t1", session=W1))
+    write(repo, "f.txt", "changed\n")
+    age_claims(repo, "t1")
+    ok(coord(repo, "recover", "t1", "--note", "laptop died"))
+    review_sees = ok(worker(repo, "signals", session=REVIEW))["signals"]
+    assert [s for s in review_sees if s["type"] == "HANDOFF"] == []
+    build_sees = ok(worker(repo, "signals", session=W2))["signals"]
+    assert [s["about"] for s in build_sees if s["type"] == "HANDOFF"] == ["t1"]
