@@ -240,6 +240,18 @@ def review_cmd(task_id: str, as_json: bool, repo: str | None) -> None:
         raise click.exceptions.Exit(1)
 
 
+@cli.command(name="commit")
+@click.argument("paths", nargs=-1, required=True)
+@click.option("-m", "--message", required=True, metavar="MSG", help="The commit message.")
+@common
+def commit_cmd(paths: tuple[str, ...], message: str, as_json: bool, repo: str | None) -> None:
+    """Commit the coordinator's own files (never a file a task holds)."""
+    from hunkwise.coordinator.commit import commit_own
+
+    doc = commit_own(_ctx(repo), list(paths), message)
+    emit(doc, as_json, lambda d: f"committed {d['commit']}: {', '.join(d['paths'])}")
+
+
 # ---- verdicts ----------------------------------------------------------------------------
 
 @cli.command()

@@ -78,3 +78,24 @@ def test_a_recovery_handoff_goes_to_the_role_not_to_everyone(make_repo, coord, w
     assert [s for s in review_sees if s["type"] == "HANDOFF"] == []
     build_sees = ok(worker(repo, "signals", session=W2))["signals"]
     assert [s["about"] for s in build_sees if s["type"] == "HANDOFF"] == ["t1"]
+
+
+def test_coord_commit_commits_the_coordinators_own_file_and_nothing_else(make_repo, coord,
+                                                                         worker):
+    repo = make_repo({"f.txt": numbered(3), "coord.toml": "[claims]\nttl_seconds = 60\n"})
+    ok(coord(repo, "assign", "t1", "--title", "t", "--expect", "e", "--write", "f.txt"))
+    ok(worker(repo, "start", "t1", session=W1))
+    write(repo, "f.txt", "worker's edit\n")
+    write(repo, "coord.toml", "[claims]\nttl_seconds = 900\n")
+    git(repo, "add", "f.txt")  # someone staged the worker's file: it must stay staged
+    r = coord(repo, "commit", "f.txt", "-m", "not mine")
+    assert r.code == 3 and "t1" in r.doc["error"]["message"]
+    doc = ok(coord(repo, "commit", "coord.toml", "-m", "Longer claims"))
+    assert doc["paths"] == ["coord.toml"]
+    assert git(repo, "show", "--name-only", "--format=%s", "HEAD").split() == [
+        "Longer", "claims", "coord.toml"]
+    assert git(repo, "show", "HEAD:f.txt") == numbered(3)
+    assert (repo / "f.txt").read_text() == "worker's edit\n"
+    assert git(repo, "diff", "--cached", "--name-only") == "f.txt\n"
+    assert coord(repo, "commit", "coord.toml", "-m", "again").code == 1  # nothing to commit
+    assert coord(repo, "commit", "../outside", "-m", "x").code == 2
