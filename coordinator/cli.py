@@ -65,19 +65,23 @@ def assign(task_id: str | None, title: str, expect: str, writes: tuple[str, ...]
 
 
 @cli.command()
+@click.option("--all", "everything", is_flag=True,
+              help="Every task ever, not only active ones and this batch's finished ones.")
 @common
-def status(as_json: bool, repo: str | None) -> None:
+def status(everything: bool, as_json: bool, repo: str | None) -> None:
     """Tasks, claims, freeze, inbox, and changes in the tree that no task may commit."""
     from hunkwise.coordinator import tasks
 
-    doc = tasks.status(_ctx(repo))
+    doc = tasks.status(_ctx(repo), everything=everything)
 
     def human(d: dict[str, Any]) -> str:
         rows = [(t["id"], t["state"], t["batch"], t["session"],
                  "stale" if t["stale"] else ("" if t["claim_age_s"] is None else f"{t['claim_age_s']:.0f}s"),
-                 clip(", ".join(t["grants"]), 40)) for t in d["tasks"]]
+                 ", ".join(t["grants"])) for t in d["tasks"]]
         out = [table(rows, ("task", "state", "batch", "session", "claim", "grants")) if rows
                else "no tasks"]
+        if d.get("hidden_tasks"):
+            out.append(f"({d['hidden_tasks']} finished task(s) of earlier batches: coord status --all)")
         fz = d["freeze"]
         if fz:
             age = time.time() - fz["at"]
@@ -92,7 +96,12 @@ def status(as_json: bool, repo: str | None) -> None:
         for u in d["unowned"]:
             out.append(f"unowned: {u['path']} ({u['kind']}{', lines ' + u['lines'] if u['lines'] else ''})")
         for c in d["conflicts"]:
-            out.append(f"conflict: {c['path']} between {', '.join(c['tasks'])}")
+            where = f" lines {c['lines']}" if c["lines"] else ""
+            out.append(f"conflict: {c['path']}{where} between {', '.join(c['tasks'])}")
+        for a in d.get("ambiguous", []):
+            out.append(f"ambiguous: {a['path']} lines {a['lines']} could be "
+                       f"{' or '.join(a['tasks'])}'s (committed only for the one whose report "
+                       "alone claims it)")
         for lost in d["lost"]:
             out.append(f"lost: {lost['task']}'s reported changes are gone from "
                        f"{', '.join(lost['paths'])} (coord restore {lost['task']})")

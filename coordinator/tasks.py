@@ -69,10 +69,8 @@ def assign(ctx: Ctx, *, task_id: str | None, title: str, expect: str, writes: li
         elif task_id in state.tasks:
             raise StateRefused(f"task {task_id} exists already ({state.tasks[task_id].state})")
         if clashes:
-            c = clashes[0]
-            more = f" (and {len(clashes) - 1} more)" if len(clashes) > 1 else ""
-            raise StateRefused(f"ownership conflict: {c.ours} overlaps {c.theirs} held by "
-                               f"{c.task_id} on {c.path}{more}")
+            raise StateRefused("ownership conflict: " + "; ".join(
+                _clash_text(c, exclusive, state, serial) for c in clashes))
         now = store.now()
         frozen = state.freeze is not None
         task = Task(id=task_id, title=title, expect=expect, grants=grants, checks=checks,
@@ -81,7 +79,42 @@ def assign(ctx: Ctx, *, task_id: str | None, title: str, expect: str, writes: li
         state.tasks[task_id] = task
         if task_id == f"task-{state.next_task:03d}":
             state.next_task += 1
-    return {"task": task.public(), "held_until_thaw": frozen}
+    return {"task": task.public(), "held_until_thaw": frozen,
+            "warnings": _touching(grants, active_tasks(state), task_id)}
+
+
+def _clash_text(c: Any, exclusive: bool, state: State, serial: list[str]) -> str:
+    """One conflict, with its reason when it is not plain overlap."""
+    from hunkwise.shared.ownership import serial_matches
+
+    if serial_matches(serial, c.path):
+        why = f" ([ownership] serial lists {c.path}: any grant on it excludes every other)"
+    elif exclusive:
+        why = " (this task is --exclusive)"
+    elif state.tasks[c.task_id].exclusive:
+        why = f" ({c.task_id} is --exclusive)"
+    else:
+        why = ""
+    return f"{c.ours} overlaps {c.theirs} held by {c.task_id} on {c.path}{why}"
+
+
+def _touching(grants: list[Grant], others: list[Task], me: str) -> list[str]:
+    """Ranges of one file with no line between them: an insertion exactly between them
+    lies inside both and, unless it can slide into one side alone, is ambiguous."""
+    out = []
+    for g in grants:
+        if g.kind != "range":
+            continue
+        for t in others:
+            if t.id == me:
+                continue
+            for h in t.grants:
+                if h.kind == "range" and h.path == g.path and (
+                        g.end + 1 == h.start or h.end + 1 == g.start):
+                    out.append(f"{g} touches {h} of {t.id} with no line between: an insertion "
+                               "exactly at their boundary lies inside both, and is committed "
+                               "only for the task whose report alone claims it")
+    return out
 
 
 def _grant_key(state: State) -> list[tuple[str, bool, list[str]]]:
@@ -101,23 +134,36 @@ def task_row(task: Task, now: float) -> dict[str, Any]:
     return row
 
 
-def status(ctx: Ctx) -> dict[str, Any]:
-    with store.locked(ctx.lay):
-        state = store.load(ctx.lay)
-        if sync_ranges(ctx.repo, state):
-            store.save(ctx.lay, state)
+def lines_of(h: Any) -> str | None:
+    """A hunk's old lines as people count them: `135-137`, or `after 12` for an insertion."""
+    if h is None:
+        return None
+    if not h.old_lines:
+        return f"after {h.old_start}"
+    return f"{h.old_start}-{h.old_start + h.old_lines - 1}"
+
+
+def status(ctx: Ctx, *, everything: bool = False) -> dict[str, Any]:
+    """Active tasks and this batch's finished ones (`everything`: every task ever).
+
+    Reads only: ranges are re-mapped to HEAD in memory, the state is not written.
+    """
+    state = store.load(ctx.lay)
+    sync_ranges(ctx.repo, state)
     now = time.time()
     tv = view(ctx.repo, active_tasks(state))
     pending, _odd = inbox.entries(ctx.lay.inbox, "new")
     staged = git.index_dirty(ctx.repo)
-    unowned = [{"path": ch.path, "kind": ch.kind,
-                "lines": f"{h.old_start},{h.old_lines}" if h else None}
+    unowned = [{"path": ch.path, "kind": ch.kind, "lines": lines_of(h)}
                for ch, h in tv.attribution.unowned]
-    conflicts = [{"path": ch.path, "tasks": tids,
-                  "lines": f"{h.old_start},{h.old_lines}" if h else None}
+    conflicts = [{"path": ch.path, "tasks": tids, "lines": lines_of(h)}
                  for ch, h, tids in tv.attribution.conflicts]
+    ambiguous = [{"path": a.change.path, "tasks": a.tasks, "lines": lines_of(a.hunk)}
+                 for a in tv.attribution.ambiguous]
+    shown = [t for t in state.tasks.values()
+             if everything or t.active or t.batch >= state.batch]
     rows = []
-    for t in sorted(state.tasks.values(), key=lambda t: t.id):
+    for t in sorted(shown, key=lambda t: (not t.active, t.id)):
         row = task_row(t, now)
         # Finished but never reported: a stale claim whose changes sit in the tree.
         row["unreported_changes"] = bool(row["stale"] and t.state == TaskState.IN_PROGRESS
@@ -138,6 +184,8 @@ def status(ctx: Ctx) -> dict[str, Any]:
         "inbox": {"pending": len(pending)},
         "unowned": unowned,
         "conflicts": conflicts,
+        "ambiguous": ambiguous,
+        "hidden_tasks": len(state.tasks) - len(shown),
         "index_dirty": bool(staged),
         "staged": staged,
         # Settings come from HEAD's coord.toml: an uncommitted edit is not in force.

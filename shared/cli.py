@@ -43,6 +43,11 @@ def version_option(f: Callable[..., Any]) -> Callable[..., Any]:
 
 def run(group: click.Group, prog: str, argv: Sequence[str] | None = None) -> int:
     """Run one command line in this process and return its exit code."""
+    import os
+
+    # pydantic looks for plugins among every installed distribution's entry points on its
+    # first import: a scan of site-packages that hunkwise never needs.
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     global _json_seen
     _json_seen = False
     args = list(sys.argv[1:] if argv is None else argv)

@@ -108,6 +108,9 @@ class Grant(Strict):
             if any(c in path for c in "*?[") :
                 raise UsageError(f"grant {text!r}: a line range needs a plain file path, not a glob")
             return Grant(kind="range", path=path, start=start, end=end)
+        one = re.match(r"^(?P<path>.+):(?P<line>\d+)$", text)
+        if one and not any(c in one["path"] for c in "*?["):
+            return Grant.parse(f"{one['path']}:{one['line']}-{one['line']}")  # PATH:N, one line
         pattern = text.removeprefix("./")
         if re.search(r":\d*(-\d*)?$", pattern) and not m:
             raise UsageError(f"grant {text!r}: a line range is PATH:START-END, both numbers given")

@@ -99,3 +99,43 @@ def test_coord_commit_commits_the_coordinators_own_file_and_nothing_else(make_re
     assert git(repo, "diff", "--cached", "--name-only") == "f.txt\n"
     assert coord(repo, "commit", "coord.toml", "-m", "again").code == 1  # nothing to commit
     assert coord(repo, "commit", "../outside", "-m", "x").code == 2
+
+
+def test_status_shows_this_batch_and_readable_lines_and_never_writes(make_repo, coord, worker):
+    repo = make_repo({"f.txt": numbered(10), "g.txt": numbered(3)})
+    ok(coord(repo, "assign", "old", "--title", "t", "--expect", "e", "--write", "g.txt"))
+    ok(worker(repo, "start", "old", session=W1))
+    write(repo, "g.txt", "G\n")
+    ok(worker(repo, "done", "old", session=W1))
+    ok(coord(repo, "accept", "old"))
+    ok(coord(repo, "freeze"))
+    ok(coord(repo, "thaw"))
+    ok(coord(repo, "assign", "A", "--title", "t", "--expect", "e", "--write", "f.txt:1-5"))
+    ok(coord(repo, "assign", "B", "--title", "t", "--expect", "e", "--write", "f.txt:6-10"))
+    write(repo, "f.txt", numbered(10).replace("line 5\nline 6\n", "line 5\nnew\nline 6\n")
+          .replace("line 9\n", ""))
+    st = ok(coord(repo, "status"))
+    assert [t["id"] for t in st["tasks"]] == ["A", "B"] and st["hidden_tasks"] == 1
+    assert [t["id"] for t in ok(coord(repo, "status", "--all"))["tasks"]] == ["A", "B", "old"]
+    assert st["ambiguous"] == [{"path": "f.txt", "tasks": ["A", "B"], "lines": "after 5"}]
+    git(repo, "commit", "-q", "--allow-empty", "-m", "someone else's commit")
+    state = next((repo / ".git" / "coord").glob("state.json"))
+    before = state.stat().st_mtime_ns, state.read_bytes()
+    ok(coord(repo, "status"))
+    assert (state.stat().st_mtime_ns, state.read_bytes()) == before
+    human = coord(repo, "status", json_out=False).stdout
+    assert "ambiguous: f.txt lines after 5 could be A or B's" in human
+    assert "unowned" not in human
+
+
+def test_assign_names_the_serial_rule_takes_one_line_and_warns_on_touching_ranges(
+        make_repo, coord):
+    repo = make_repo({"f.txt": numbered(10),
+                      "coord.toml": '[ownership]\nserial = ["f.txt"]\n', "g.txt": numbered(5)})
+    ok(coord(repo, "assign", "A", "--title", "t", "--expect", "e", "--write", "f.txt:1-2"))
+    r = coord(repo, "assign", "B", "--title", "t", "--expect", "e", "--write", "f.txt:9-10")
+    assert r.code == 3 and "[ownership] serial" in r.doc["error"]["message"]
+    doc = ok(coord(repo, "assign", "C", "--title", "t", "--expect", "e", "--write", "g.txt:3"))
+    assert doc["task"]["grants"] == ["g.txt:3-3"]
+    doc = ok(coord(repo, "assign", "D", "--title", "t", "--expect", "e", "--write", "g.txt:4-5"))
+    assert any("touches g.txt:3-3 of C" in w for w in doc["warnings"])
