@@ -249,6 +249,19 @@ def review_cmd(task_id: str, as_json: bool, repo: str | None) -> None:
         raise click.exceptions.Exit(1)
 
 
+@cli.command(name="grant")
+@click.argument("task_id")
+@click.option("--write", "writes", multiple=True, required=True, metavar="GRANT",
+              help="GLOB or PATH:START-END (or PATH:N). Repeatable.")
+@common
+def grant_cmd(task_id: str, writes: tuple[str, ...], as_json: bool, repo: str | None) -> None:
+    """Widen an active task's grants (same ownership rules as assign)."""
+    from hunkwise.coordinator import tasks
+
+    doc = tasks.grant(_ctx(repo), task_id, list(writes))
+    emit(doc, as_json, lambda d: f"{task_id} now holds {', '.join(d['task']['grants'])}")
+
+
 @cli.command(name="commit")
 @click.argument("paths", nargs=-1, required=True)
 @click.option("-m", "--message", required=True, metavar="MSG", help="The commit message.")

@@ -83,6 +83,38 @@ def assign(ctx: Ctx, *, task_id: str | None, title: str, expect: str, writes: li
             "warnings": _touching(grants, active_tasks(state), task_id)}
 
 
+def grant(ctx: Ctx, task_id: str, writes: list[str]) -> dict[str, Any]:
+    """Widen an active task's grants, under the same ownership rules as assign.
+
+    What already lies in the new grant is not marked inherited: a worker told that its
+    edit reaches past its range asks for exactly this, and its edit is then its own.
+    """
+    from hunkwise.shared.context import get_task
+
+    if not writes:
+        raise UsageError("give at least one --write GRANT (a GLOB or PATH:START-END)")
+    grants = [Grant.parse(w) for w in writes]
+    for g in grants:
+        if g.kind == "range":
+            _check_range(ctx, g)
+    files = git.tracked_and_untracked(ctx.repo)
+    serial = ctx.config.ownership.serial
+    with store.transaction(ctx.lay) as state:
+        sync_ranges(ctx.repo, state)
+        task = get_task(state, task_id)
+        if not task.active:
+            raise StateRefused(f"{task_id} is {task.state}; only an active task's grants widen")
+        others = [t for t in active_tasks(state) if t.id != task_id]
+        clashes = find_conflicts(grants, task.exclusive, others, files, serial)
+        if clashes:
+            raise StateRefused("ownership conflict: " + "; ".join(
+                _clash_text(c, task.exclusive, state, serial) for c in clashes))
+        have = {str(g) for g in task.grants}
+        task.grants += [g for g in grants if str(g) not in have]
+        task.updated_at = store.now()
+    return {"task": task.public(), "warnings": _touching(grants, others, task_id)}
+
+
 def _clash_text(c: Any, exclusive: bool, state: State, serial: list[str]) -> str:
     """One conflict, with its reason when it is not plain overlap."""
     from hunkwise.shared.ownership import serial_matches

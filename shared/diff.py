@@ -22,25 +22,6 @@ from .git import Sha
 REGULAR_MODES = ("100644", "100755")
 
 
-class _NullOid(str):
-    """git's "no object" id: 40 zeros in a SHA-1 repository, 64 in a SHA-256 one.
-
-    Equal to either, so `oid == NULL_OID` holds whatever the repository's object format;
-    `git.null_oid(repo)` gives the one to write.
-    """
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, str) and git.is_null_oid(other)
-
-    def __ne__(self, other: object) -> bool:
-        return not self.__eq__(other)
-
-    __hash__ = str.__hash__
-
-
-NULL_OID = _NullOid("0" * 40)
-
-
 def hunk_digest(removed: bytes, added: bytes) -> str:
     """Content identity of a hunk: its removed and added bytes, not its position."""
     h = hashlib.sha256()

@@ -235,6 +235,19 @@ def range_relation(g: Grant, h: Hunk) -> str:
     return "touch"
 
 
+def merged_ranges(grants: Sequence[Grant]) -> list[Grant]:
+    """One task's range grants with touching or overlapping ranges of a file joined: its
+    edit across the seam of two of its own ranges is inside its grant."""
+    out: list[Grant] = []
+    for g in sorted((g for g in grants if g.kind == "range"), key=lambda g: (g.path, g.start)):
+        last = out[-1] if out else None
+        if last is not None and last.path == g.path and g.start <= last.end + 1:
+            out[-1] = Grant(kind="range", path=g.path, start=last.start, end=max(last.end, g.end))
+        else:
+            out.append(Grant(kind="range", path=g.path, start=g.start, end=g.end))
+    return out
+
+
 def attribute(changes: Sequence[FileChange], tasks: Sequence[Task],
               old_texts: dict[str, bytes] | None = None) -> Attribution:
     """Attribute every change of the tree to the grants of active `tasks`.
@@ -251,11 +264,9 @@ def attribute(changes: Sequence[FileChange], tasks: Sequence[Task],
     ranges: dict[str, list[tuple[str, Grant]]] = {}
     globs: list[tuple[str, Grant]] = []
     for t in active:
-        for g in t.grants:
-            if g.kind == "range":
-                ranges.setdefault(g.path, []).append((t.id, g))
-            else:
-                globs.append((t.id, g))
+        for g in merged_ranges(t.grants):
+            ranges.setdefault(g.path, []).append((t.id, g))
+        globs += [(t.id, g) for g in t.grants if g.kind == "glob"]
     for ch in changes:
         glob_owners = sorted({tid for tid, g in globs if glob_matches(g.path, ch.path)})
         range_grants = ranges.get(ch.path, [])

@@ -17,7 +17,7 @@ from . import diff, git
 from .diff import FileChange
 from .errors import GitError
 from .models import ChangeEntry, Grant, HunkEntry, State, Task, TaskState, report_path
-from .ownership import Ambiguous, Attribution, attribute, map_range
+from .ownership import Ambiguous, Attribution, attribute, map_range, merged_ranges
 
 Identity = tuple[str, ...]
 
@@ -194,8 +194,8 @@ def to_entries(changes: Sequence[FileChange],
             path=report_path(c.path), kind=c.kind,
             old_mode=None if c.old_mode == "000000" else c.old_mode,
             new_mode=None if c.new_mode == "000000" else c.new_mode,
-            old_oid=None if c.old_oid == diff.NULL_OID else c.old_oid,
-            new_oid=None if c.new_oid == diff.NULL_OID else c.new_oid,
+            old_oid=None if git.is_null_oid(c.old_oid) else c.old_oid,
+            new_oid=None if git.is_null_oid(c.new_oid) else c.new_oid,
             hunks=[HunkEntry(old_start=h.old_start, old_lines=h.old_lines, new_start=h.new_start,
                              new_lines=h.new_lines,
                              sha256=att.identity(h) if att is not None else h.sha256)
@@ -244,9 +244,8 @@ def task_entries(repo: Path, tv: TreeView, task: Task, sel: Selection) -> list[C
     att = tv.attribution
     entries = to_entries(sel.changes, att)
     ranges: dict[str, list[Grant]] = {}
-    for g in task.grants:
-        if g.kind == "range":
-            ranges.setdefault(g.path, []).append(g)
+    for g in merged_ranges(task.grants):
+        ranges.setdefault(g.path, []).append(g)
     todo = [c for c in sel.changes if c.splittable and c.hunks]
     if not todo:
         return entries

@@ -139,3 +139,21 @@ def test_assign_names_the_serial_rule_takes_one_line_and_warns_on_touching_range
     assert doc["task"]["grants"] == ["g.txt:3-3"]
     doc = ok(coord(repo, "assign", "D", "--title", "t", "--expect", "e", "--write", "g.txt:4-5"))
     assert any("touches g.txt:3-3 of C" in w for w in doc["warnings"])
+
+
+def test_grant_widens_a_task_so_its_edit_past_the_range_can_be_claimed(make_repo, coord,
+                                                                       worker):
+    repo = make_repo({"f.txt": numbered(10)})
+    ok(coord(repo, "assign", "A", "--title", "t", "--expect", "e", "--write", "f.txt:1-3"))
+    ok(coord(repo, "assign", "B", "--title", "t", "--expect", "e", "--write", "f.txt:8-10"))
+    ok(worker(repo, "start", "A", session=W1))
+    write(repo, "f.txt", numbered(10).replace("line 3\nline 4\n", "line three\nline four\n"))
+    r = worker(repo, "done", "A", session=W1)
+    assert r.code == 1 and "lines 3-4" in r.doc["error"]["message"]
+    r = coord(repo, "grant", "A", "--write", "f.txt:4-8")
+    assert r.code == 3 and "B" in r.doc["error"]["message"]
+    doc = ok(coord(repo, "grant", "A", "--write", "f.txt:4-7"))
+    assert doc["task"]["grants"] == ["f.txt:1-3", "f.txt:4-7"]
+    ok(worker(repo, "done", "A", session=W1))
+    ok(coord(repo, "accept", "A"))
+    assert git(repo, "show", "HEAD:f.txt") == (repo / "f.txt").read_text()
