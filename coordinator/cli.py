@@ -532,6 +532,16 @@ def verify(junit: str | None, as_json: bool, repo: str | None) -> None:
         lines = [f"{'pass' if c['exit_code'] == 0 else 'FAIL'}  {c['duration_s']:7.2f}s  {c['command']}"
                  for c in d["commands"]]
         lines += [f"problem: {p}" for p in d["problems"]]
+        for e in d.get("deferred_edits", []):
+            lines.append(f"note: deferred task {e['task']} edited its own grant during the "
+                         f"freeze ({', '.join(e['paths'])}); the frozen commit is unaffected")
+        if not d["ok"]:
+            lines.append(f"batch {d['batch']}: accepted tasks "
+                         f"{', '.join(d.get('tasks', [])) or '(none)'}")
+            for c in d["commands"]:
+                if c["exit_code"] != 0 and c.get("output_tail"):
+                    lines.append(f"--- output tail of {c['command']!r}:")
+                    lines += [f"    {line}" for line in c["output_tail"].split("\n")[-15:]]
         lines.append(f"verify {'ok' if d['ok'] else 'FAILED'}: {d['commit']}")
         return "\n".join(lines)
 

@@ -29,7 +29,8 @@ from xml.sax.saxutils import quoteattr
 from hunkwise.shared import config, diff, git, store
 from hunkwise.shared.context import Ctx, env_session, iso, machine_name
 from hunkwise.shared.errors import StateRefused, UsageError
-from hunkwise.shared.models import Freeze, TaskState
+from hunkwise.shared.models import Freeze, SignalType, TaskState
+from hunkwise.shared.signals import send
 from hunkwise.shared.workspace import clean_checkout
 
 TAIL_LINES = 40
@@ -68,6 +69,13 @@ def freeze(ctx: Ctx, *, defer_running: bool) -> dict[str, Any]:
                                + " (wait for their reports, or use --defer-running)")
         for tid in running:
             t = state.tasks[tid]
+            if t.claim is not None:
+                # Tell the worker: an edit it keeps making would otherwise only show up
+                # at the end of a long verify.
+                send(state, sender=_who(), to=t.claim.session, kind=SignalType.BLOCKED_ON,
+                     about=tid, payload=f"deferred to batch {state.batch + 1} by the release "
+                     f"freeze of batch {state.batch}: stop editing; worker start {tid} "
+                     "after coord thaw")
             t.state = TaskState.DEFERRED
             t.batch = state.batch + 1
             t.claim = None
@@ -186,10 +194,7 @@ def verify(ctx: Ctx, *, junit: str | None = None) -> dict[str, Any]:
     problems: list[str] = []
     results: list[dict[str, Any]] = []
     if fz is None:
-        doc: dict[str, Any] = {"ok": False, "commit": git.head(ctx.repo),
-                               "problems": ["not frozen: run coord freeze first"],
-               "commands": []}
-        return doc
+        raise StateRefused("not frozen: nothing ran; run coord freeze first")
     if not cfg.commands:
         problems.append("coord.toml has no [verify] commands: nothing proves the frozen set")
     head = git.head(ctx.repo)
@@ -203,10 +208,13 @@ def verify(ctx: Ctx, *, junit: str | None = None) -> dict[str, Any]:
             signal.signal(signal.SIGTERM, previous)
     elif fz.commit is None:
         problems.append("the frozen state has no commit")
-    _final_check(ctx, fz, head, problems)
+    deferred_edits = _final_check(ctx, fz, head, problems)
     ok = not problems
+    batch_tasks = sorted(t.id for t in state.tasks.values()
+                         if t.state == TaskState.ACCEPTED and t.batch == fz.batch)
     doc = {"ok": ok, "commit": fz.commit, "problems": problems,
-           "commands": results, "batch": fz.batch, "at": iso(time.time())}
+           "commands": results, "batch": fz.batch, "at": iso(time.time()),
+           "tasks": batch_tasks, "deferred_edits": deferred_edits}
     _save_record(ctx, doc)
     if junit:
         _write_junit(Path(junit), doc)
@@ -232,8 +240,15 @@ def _run_all(ctx: Ctx, commit: str, commands: list[str], timeout: float,
                 problems.append(f"{cmd!r} failed ({why})")
 
 
-def _final_check(ctx: Ctx, fz: Freeze, head: str | None, problems: list[str]) -> None:
-    """Compare-and-swap at the end: the proof holds only for what is still frozen."""
+def _final_check(ctx: Ctx, fz: Freeze, head: str | None,
+                 problems: list[str]) -> list[dict[str, Any]]:
+    """Compare-and-swap at the end: the proof holds only for what is still frozen.
+
+    A deferred task editing its own grant during the freeze does not touch the frozen
+    commit, so it does not fail the proof; it is reported apart. Anything else that moved
+    HEAD, the index or other paths does fail it.
+    """
+    deferred_edits: list[dict[str, Any]] = []
     with store.locked(ctx.lay):
         now_state = store.load(ctx.lay)
         if now_state.freeze is None or now_state.freeze.fingerprint != fz.fingerprint:
@@ -244,13 +259,64 @@ def _final_check(ctx: Ctx, fz: Freeze, head: str | None, problems: list[str]) ->
         digest, tree, index = fingerprint(ctx)
         if digest != fz.fingerprint:
             changed = _changed_paths(ctx, fz.tree, tree) if tree != fz.tree else []
+            if changed and head2 == fz.commit:
+                changed, deferred_edits = _split_deferred(ctx, now_state, fz, tree, changed)
             if changed:
                 problems.append("the working tree changed since the freeze: " + ", ".join(changed[:20])
                                 + (f" (+{len(changed) - 20} more)" if len(changed) > 20 else ""))
             if index != fz.index:
                 problems.append("the index changed since the freeze (something was staged)")
-            if not changed and index == fz.index and head2 == fz.commit:
+            if not changed and not deferred_edits and index == fz.index and head2 == fz.commit:
                 problems.append("the working tree changed since the freeze")
+    return deferred_edits
+
+
+def _split_deferred(ctx: Ctx, state: Any, fz: Freeze, tree: str,
+                    changed: list[str]) -> tuple[list[str], list[dict[str, Any]]]:
+    """Which changed paths changed only by deferred tasks' edits inside their own grants."""
+    from collections import Counter
+
+    from hunkwise.shared.ownership import attribute
+
+    deferred = [state.tasks[t] for t in fz.deferred if t in state.tasks
+                and state.tasks[t].active]
+    if not deferred:
+        return changed, []
+    base = git.head_tree(ctx.repo)
+    before = {c.path: c for c in diff.diff_trees(ctx.repo, base, fz.tree, changed)}
+    now = diff.diff_trees(ctx.repo, base, tree, changed)
+    olds = git.cat_blobs(ctx.repo, [c.old_oid for c in now if c.splittable and c.hunks])
+    att = attribute(now, deferred, {c.path: olds[c.old_oid] for c in now
+                                    if c.splittable and c.hunks})
+    owner_of = {id(h) if h is not None else id(ch): tid
+                for tid, chs in att.owned.items() for ch in chs
+                for h in (ch.hunks or [None])}
+    others: list[str] = []
+    edits: dict[str, set[str]] = {}
+    for ch in now:
+        was = before.get(ch.path)
+        seen = Counter(h.sha256 for h in was.hunks) if was else Counter()
+        who: set[str] = set()
+        ok = True
+        for h in ch.hunks if ch.splittable and ch.hunks else [None]:
+            if h is not None and seen[h.sha256] > 0:
+                seen[h.sha256] -= 1  # already there at the freeze
+                continue
+            tid = owner_of.get(id(h) if h is not None else id(ch))
+            if tid is None and h is None:
+                tid = next((t for t, chs in att.owned.items()
+                            for c in chs if c.path == ch.path and not c.hunks), None)
+            if tid is None:
+                ok = False
+            else:
+                who.add(tid)
+        if ok and who:
+            for tid in who:
+                edits.setdefault(tid, set()).add(ch.path)
+        else:
+            others.append(ch.path)
+    others += [p for p in changed if p not in {c.path for c in now} and p not in before]
+    return sorted(set(others)), [{"task": t, "paths": sorted(ps)} for t, ps in sorted(edits.items())]
 
 
 def _save_record(ctx: Ctx, doc: dict[str, Any]) -> None:

@@ -508,18 +508,18 @@ def test_a_verify_command_printing_many_lines_completes(make_repo: MakeRepo, coo
     assert len(r.stdout) < 200_000, f"verify --json printed {len(r.stdout)} bytes"
 
 
-def test_verify_when_not_frozen_fails(make_repo: MakeRepo, coord: Cli) -> None:
-    repo = project(make_repo)
+def test_verify_when_not_frozen_is_refused_and_runs_nothing(make_repo: MakeRepo,
+                                                           coord: Cli) -> None:
+    repo = project(make_repo, ["touch ran.marker"])
 
     r = coord(repo, "verify")
 
-    assert r.code == 1
-    assert r.doc["ok"] is False
-    assert r.doc["problems"], "a refusal must say why"
-    assert r.doc["commands"] == []
+    assert r.code == 3
+    assert "not frozen" in r.doc["error"]["message"]
     human = coord(repo, "verify", json_out=False)
-    assert human.code == 1
-    assert "freeze" in (human.stdout + human.stderr)
+    assert human.code == 3
+    assert "coord freeze" in human.stderr
+    assert not list(repo.rglob("ran.marker"))
 
 
 def test_verify_junit_has_one_testcase_per_command_with_failures_marked(
@@ -655,7 +655,7 @@ def test_thaw_then_verify_is_not_frozen(make_repo: MakeRepo, coord: Cli) -> None
     assert coord(repo, "verify").code == 0
     ok(coord(repo, "thaw"))
 
-    assert coord(repo, "verify").code == 1
+    assert coord(repo, "verify").code == 3
 
 
 # ---- the race: eight workers against one freeze -------------------------------------------------
