@@ -21,7 +21,7 @@ from typing import Any
 from hunkwise import inbox
 from hunkwise.coordinator.review import newest_report, validate
 from hunkwise.shared import diff, git, store
-from hunkwise.shared.checks import run_checks
+from hunkwise.shared.checks import failure_text, run_checks
 from hunkwise.shared.context import Ctx, get_task, iso
 from hunkwise.shared.diff import FileChange
 from hunkwise.shared.errors import CheckFailed, StateRefused
@@ -176,7 +176,7 @@ def _accept(ctx: Ctx, task_id: str, *, message: str | None, recheck: bool | None
             if bad:
                 raise CheckFailed(f"{task_id}: recheck on HEAD + the task's changes failed: "
                                   + ", ".join(f"{r.command!r} (exit {r.exit_code})" for r in bad)
-                                  + "; nothing committed")
+                                  + "; nothing committed", details=failure_text(bad))
         with store.locked(ctx.lay):
             state = store.load(ctx.lay)
             if state.freeze is not None:

@@ -12,24 +12,20 @@ from __future__ import annotations
 
 import getpass
 import hashlib
-import io
 import json
-import os
 import re
 import signal
-import subprocess
 import sys
-import threading
 import time
-from collections import deque
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 from xml.sax.saxutils import quoteattr
 
 from hunkwise.shared import config, diff, git, store
 from hunkwise.shared.context import Ctx, env_session, iso, machine_name
 from hunkwise.shared.errors import StateRefused, UsageError
 from hunkwise.shared.models import Freeze, SignalType, TaskState
+from hunkwise.shared.proc import run_command
 from hunkwise.shared.signals import send
 from hunkwise.shared.workspace import clean_checkout
 
@@ -108,78 +104,6 @@ def thaw(ctx: Ctx) -> dict[str, Any]:
             "was": fz.model_dump()}
 
 
-MAX_LINE = 2000
-
-
-def _run_streamed(cmd: str, cwd: Path, timeout: float, label: str) -> tuple[int, float, list[str]]:
-    """Run one command, streaming its output to stderr line by line with a prefix.
-
-    Memory stays bounded whatever the command prints: lines are cut at MAX_LINE characters
-    and only the last TAIL_LINES are kept. An interruption (Ctrl-C, SIGTERM from a CI
-    cancel) kills the command's whole process group before it propagates.
-    """
-    start = time.monotonic()
-    tail: deque[str] = deque(maxlen=TAIL_LINES)
-
-    def emit_line(raw: bytes, cut: bool) -> None:
-        line = raw.decode("utf-8", "replace")[:MAX_LINE] + (" [...]" if cut else "")
-        tail.append(line)
-        sys.stderr.write(f"[{label} {time.monotonic() - start:6.1f}s] {line}\n")
-
-    def pump(proc: subprocess.Popen[bytes]) -> None:
-        stream = cast(io.BufferedReader, proc.stdout)
-        buf = b""
-        cut = False
-        while True:
-            chunk = stream.read1(65536)
-            if not chunk:
-                break
-            buf += chunk
-            *lines, buf = buf.split(b"\n")
-            for raw in lines:
-                emit_line(raw, cut)
-                cut = False
-            if len(buf) > MAX_LINE * 4:
-                buf, cut = buf[: MAX_LINE * 4], True
-                # Drop the rest of an endless line until its newline comes.
-                while True:
-                    more = stream.read1(65536)
-                    if not more:
-                        break
-                    if b"\n" in more:
-                        buf2 = more.split(b"\n", 1)[1]
-                        emit_line(buf, True)
-                        buf, cut = buf2, False
-                        break
-        if buf:
-            emit_line(buf, cut)
-
-    proc = subprocess.Popen(["/bin/sh", "-c", cmd], cwd=str(cwd), stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True)
-    try:  # at once: an interruption from here on must take the command's group with it
-        reader = threading.Thread(target=pump, args=(proc,), daemon=True)
-        reader.start()
-        code = proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
-        code = 124
-        tail.append(f"[timed out after {timeout:g}s]")
-    except BaseException:
-        _kill_group(proc)
-        raise
-    reader.join(timeout=5)
-    return code, round(time.monotonic() - start, 3), list(tail)
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.wait()
-
-
 def _changed_paths(ctx: Ctx, old_tree: str, new_tree: str) -> list[str]:
     return diff.changed_paths(ctx.repo, old_tree, new_tree)
 
@@ -230,7 +154,8 @@ def _run_all(ctx: Ctx, commit: str, commands: list[str], timeout: float,
     with clean_checkout(ctx.repo, commit) as where:
         for i, cmd in enumerate(commands, 1):
             sys.stderr.write(f"verify [{i}/{len(commands)}] {cmd}\n")
-            code, secs, tail = _run_streamed(cmd, where, timeout, f"{i}")
+            ran = run_command(cmd, where, timeout, label=f"{i}", tail_lines=TAIL_LINES)
+            code, secs, tail = ran.exit_code, ran.duration_s, ran.tail
             results.append({"command": cmd, "exit_code": code, "duration_s": secs,
                             "passed": code == 0, "output_tail": "\n".join(tail)})
             sys.stderr.write(f"verify [{i}/{len(commands)}] "

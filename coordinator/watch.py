@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import queue
-import subprocess
 import sys
 import time
 from typing import Any
@@ -125,13 +124,15 @@ class Watcher:
         cmd = self.ctx.config.notify.command
         if not cmd:
             return
+        from hunkwise.shared.proc import run_command
+
         try:
-            p = subprocess.run(["/bin/sh", "-c", cmd], cwd=str(self.ctx.repo),
-                               input=json.dumps(summary).encode(), capture_output=True,
-                               timeout=NOTIFY_TIMEOUT_S)
-            if p.returncode != 0:
-                self._event("notify-failed", summary["task_id"], f"exit {p.returncode}")
-        except (subprocess.TimeoutExpired, OSError) as err:
+            ran = run_command(cmd, self.ctx.repo, NOTIFY_TIMEOUT_S,
+                              stdin=json.dumps(summary).encode(), tail_lines=5)
+            if not ran.passed:
+                why = "timed out" if ran.exit_code == 124 else f"exit {ran.exit_code}"
+                self._event("notify-failed", summary["task_id"], why)
+        except OSError as err:
             self._event("notify-failed", summary["task_id"], str(err)[:200])
 
     # ---- the tree ----

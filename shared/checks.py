@@ -1,14 +1,16 @@
-"""Running a task's targeted checks: exit code, duration, and the tail of the output."""
+"""Running a task's targeted checks: exit code, duration, and the tail of the output.
+
+Through the one door for user commands (`proc.run_command`): a check that times out or is
+interrupted takes every process it started with it.
+"""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
 from .models import CheckResult
+from .proc import run_command
 
 TAIL_CHARS = 4000
 
@@ -16,17 +18,20 @@ TAIL_CHARS = 4000
 def run_checks(cwd: Path, commands: Sequence[str], timeout_s: float) -> list[CheckResult]:
     results: list[CheckResult] = []
     for cmd in commands:
-        start = time.monotonic()
-        try:
-            proc = subprocess.run(["/bin/sh", "-c", cmd], cwd=str(cwd), stdin=subprocess.DEVNULL,
-                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                  timeout=timeout_s, env=dict(os.environ))
-            code, out = proc.returncode, proc.stdout
-        except subprocess.TimeoutExpired as e:
-            code = 124
-            out = (e.stdout or b"") + f"\n[timed out after {timeout_s:g}s]\n".encode()
-        text = out[-TAIL_CHARS * 4:].decode("utf-8", "replace")[-TAIL_CHARS:]
-        results.append(CheckResult(command=cmd, exit_code=code, passed=code == 0,
-                                   duration_s=round(time.monotonic() - start, 3),
-                                   output_tail=text))
+        ran = run_command(cmd, cwd, timeout_s, tail_lines=60)
+        results.append(CheckResult(command=cmd, exit_code=ran.exit_code, passed=ran.passed,
+                                   duration_s=ran.duration_s,
+                                   output_tail=ran.output_tail[-TAIL_CHARS:]))
     return results
+
+
+def failure_text(results: Sequence[CheckResult], lines: int = 12) -> str:
+    """Each failing check with the last lines of its output, for a one-glance message."""
+    out = []
+    for r in results:
+        if r.passed:
+            continue
+        why = "timed out" if r.exit_code == 124 else f"exit {r.exit_code}"
+        tail = "\n".join("    " + line for line in r.output_tail.rstrip("\n").split("\n")[-lines:])
+        out.append(f"{r.command!r} ({why})" + (f":\n{tail}" if r.output_tail.strip() else ""))
+    return "\n".join(out)

@@ -12,9 +12,12 @@ class CoordError(Exception):
 
     exit_code = 2
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, details: str = "") -> None:
         super().__init__(message)
         self.message = message
+        # Lines that follow the one-line message on stderr (a failing check's output
+        # tail, say); JSON carries them as "details".
+        self.details = details
 
 
 class CheckFailed(CoordError):

@@ -33,9 +33,15 @@ def fail(err: CoordError | Exception, as_json: bool, prog: str) -> int:
         message = f"invalid {where or 'input'}: {first.get('msg', 'rejected')}"
     message = printable(message)
     message = " ".join(message.split("\n"))
+    details = getattr(err, "details", "") or ""
     if as_json:
-        sys.stdout.write(json.dumps({"error": {"code": code, "message": message}}) + "\n")
+        doc: dict[str, Any] = {"code": code, "message": message}
+        if details:
+            doc["details"] = details
+        sys.stdout.write(json.dumps({"error": doc}) + "\n")
     sys.stderr.write(f"{prog}: {message}\n")
+    for line in details.rstrip("\n").split("\n") if details else []:
+        sys.stderr.write(f"  {printable(line)}\n")
     return code
 
 

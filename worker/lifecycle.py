@@ -13,7 +13,7 @@ from typing import Any
 
 from hunkwise import inbox
 from hunkwise.shared import git, store
-from hunkwise.shared.checks import run_checks
+from hunkwise.shared.checks import failure_text, run_checks
 from hunkwise.shared.context import (
     Ctx,
     check_session,
@@ -194,7 +194,8 @@ def _report(ctx: Ctx, task_id: str, *, status: str, session: str | None, summary
     failed = [c for c in checks if not c.passed]
     if status == "done" and failed:
         names = ", ".join(f"{c.command!r} (exit {c.exit_code})" for c in failed)
-        raise CheckFailed(f"{task_id}: check failed: {names}; nothing was delivered")
+        raise CheckFailed(f"{task_id}: check failed: {names}; nothing was delivered",
+                          details=failure_text(failed))
     tv = view(ctx.repo, active_tasks(state))
     sel = select(tv, task)
     blocking = _unclaimable(tv, task, sel)

@@ -1,0 +1,150 @@
+"""The one door for the user's own commands: checks, verify commands, notifiers.
+
+Git has its door (`git.py`); whatever a user configured runs through this one, with one set
+of rules:
+- in a process group of its own, so a timeout or an interruption (Ctrl-C, a CI cancel's
+  SIGTERM) kills the command and every child it started, not only `/bin/sh`;
+- processes that left the group (`setsid`, a daemonizing server) are found by a marker in
+  their environment and killed too, on Linux, once the command ends;
+- output is read as it comes and only a bounded tail is kept (lines cut at MAX_LINE,
+  the last `tail_lines` of them), so a command printing gigabytes costs no memory.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import cast
+
+MAX_LINE = 2000
+MARK = "HUNKWISE_RUN"
+
+
+@dataclass
+class Ran:
+    exit_code: int
+    duration_s: float
+    tail: list[str]
+
+    @property
+    def passed(self) -> bool:
+        return self.exit_code == 0
+
+    @property
+    def output_tail(self) -> str:
+        return "\n".join(self.tail)
+
+
+def run_command(cmd: str, cwd: Path, timeout: float, *, label: str | None = None,
+                stdin: bytes | None = None, tail_lines: int = 40,
+                env: dict[str, str] | None = None) -> Ran:
+    """Run `cmd` with /bin/sh in `cwd`; exit 124 on timeout. With `label`, each output
+    line is also echoed to stderr, prefixed with the label and the elapsed time."""
+    start = time.monotonic()
+    tail: deque[str] = deque(maxlen=tail_lines)
+    token = secrets.token_hex(8)
+
+    def emit_line(raw: bytes, cut: bool) -> None:
+        line = raw.decode("utf-8", "replace")[:MAX_LINE] + (" [...]" if cut else "")
+        tail.append(line)
+        if label is not None:
+            sys.stderr.write(f"[{label} {time.monotonic() - start:6.1f}s] {line}\n")
+
+    def pump(proc: subprocess.Popen[bytes]) -> None:
+        stream = cast(io.BufferedReader, proc.stdout)
+        buf = b""
+        cut = False
+        while True:
+            chunk = stream.read1(65536)
+            if not chunk:
+                break
+            buf += chunk
+            *lines, buf = buf.split(b"\n")
+            for raw in lines:
+                emit_line(raw, cut)
+                cut = False
+            if len(buf) > MAX_LINE * 4:
+                buf, cut = buf[: MAX_LINE * 4], True
+                while True:  # drop the rest of an endless line until its newline comes
+                    more = stream.read1(65536)
+                    if not more:
+                        break
+                    if b"\n" in more:
+                        emit_line(buf, True)
+                        buf, cut = more.split(b"\n", 1)[1], False
+                        break
+        if buf:
+            emit_line(buf, cut)
+
+    full_env = {**os.environ, **(env or {}), MARK: token}
+    proc = subprocess.Popen(["/bin/sh", "-c", cmd], cwd=str(cwd), env=full_env,
+                            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    try:  # at once: an interruption from here on must take the command's group with it
+        reader = threading.Thread(target=pump, args=(proc,), daemon=True)
+        reader.start()
+        if stdin is not None:
+            feeder = threading.Thread(target=_feed, args=(proc, stdin), daemon=True)
+            feeder.start()
+        code = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill(proc, token)
+        code = 124
+        tail.append(f"[timed out after {timeout:g}s]")
+    except BaseException:
+        _kill(proc, token)
+        raise
+    _kill_marked(token)  # what it left running in the background goes with it
+    reader.join(timeout=5)
+    return Ran(code, round(time.monotonic() - start, 3), list(tail))
+
+
+def _feed(proc: subprocess.Popen[bytes], data: bytes) -> None:
+    try:
+        assert proc.stdin is not None
+        proc.stdin.write(data)
+        proc.stdin.close()
+    except OSError:
+        pass  # the command did not read its input
+
+
+def _kill(proc: subprocess.Popen[bytes], token: str) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    _kill_marked(token)
+    proc.wait()
+
+
+def _kill_marked(token: str) -> None:
+    """Kill every process whose environment carries this run's marker (Linux /proc)."""
+    needle = f"{MARK}={token}".encode()
+    me = os.getpid()
+    try:
+        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return
+    for pid in pids:
+        if pid == me:
+            continue
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                found = needle in f.read().split(b"\0")
+        except OSError:
+            continue
+        if found:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
