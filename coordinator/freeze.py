@@ -83,11 +83,42 @@ def freeze(ctx: Ctx, *, defer_running: bool) -> dict[str, Any]:
     return {"freeze": fz.model_dump(), "already": False}
 
 
+SESSION_KEEP_S = 7 * 24 * 3600
+
+
+def _archive_closed(ctx: Ctx, state: Any, closed: int) -> int:
+    """Move what the closed batch finished out of the state: finished tasks, delivered
+    signals, answered decisions, sessions idle for a week. The state every command parses
+    then stays the size of the work in flight; `--all` views read the archive too."""
+    now = store.now()
+    done = [t for t in state.tasks.values() if not t.active and t.batch <= closed]
+    signals = [s for s in state.signals if s.state == "delivered"]
+    decisions = [d for d in state.decisions if d.state == "answered"]
+    holding = {t.claim.session for t in state.tasks.values() if t.claim}
+    sessions = {s: at for s, at in state.sessions.items()
+                if now - at > SESSION_KEEP_S and s not in holding}
+    records = ([{"kind": "task", "data": t.model_dump(mode="json")} for t in done]
+               + [{"kind": "signal", "data": s.model_dump(mode="json", by_alias=True)} for s in signals]
+               + [{"kind": "decision", "data": d.model_dump(mode="json")} for d in decisions]
+               + [{"kind": "session", "data": {"session": s, "seen": at}} for s, at in sessions.items()])
+    store.archive(ctx.lay, records)
+    for t in done:
+        del state.tasks[t.id]
+        for key in [k for k in state.checkpoints if k.endswith(f"|{t.id}")]:
+            del state.checkpoints[key]
+    state.signals = [s for s in state.signals if s.state != "delivered"]
+    state.decisions = [d for d in state.decisions if d.state != "answered"]
+    for s in sessions:
+        del state.sessions[s]
+    return len(records)
+
+
 def thaw(ctx: Ctx) -> dict[str, Any]:
     with store.transaction(ctx.lay) as state:
         fz = state.freeze
         if fz is None:
             return {"thawed": False, "batch": state.batch, "reopened": []}
+        archived = _archive_closed(ctx, state, fz.batch)
         state.freeze = None
         state.batch = fz.batch + 1
         reopened = []
@@ -101,7 +132,7 @@ def thaw(ctx: Ctx) -> dict[str, Any]:
                 t.batch = state.batch
                 reopened.append(t.id)
     return {"thawed": True, "batch": state.batch, "reopened": sorted(set(reopened)),
-            "was": fz.model_dump()}
+            "was": fz.model_dump(), "archived": archived}
 
 
 def _changed_paths(ctx: Ctx, old_tree: str, new_tree: str) -> list[str]:

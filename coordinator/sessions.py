@@ -129,6 +129,8 @@ def audit(ctx: Ctx, task_id: str, roles: list[str]) -> dict[str, Any]:
 def decisions(ctx: Ctx, *, include_answered: bool) -> dict[str, Any]:
     state = store.load(ctx.lay)
     rows = [d.model_dump() for d in state.decisions if include_answered or d.state == "open"]
+    if include_answered:
+        rows = store.archived(ctx.lay, "decision") + rows
     return {"decisions": rows, "interventions": state.interventions.get(str(state.batch), 0)}
 
 
@@ -207,6 +209,10 @@ def index(ctx: Ctx, output: str | None, *, everything: bool = False) -> dict[str
     not become an unowned change that `coord status` reports and nobody may commit.
     """
     state = store.load(ctx.lay)
+    if everything:
+        from hunkwise.shared.models import Signal
+
+        state.signals = [Signal.model_validate(d) for d in store.archived(ctx.lay, "signal")] + state.signals
     text = render_index(state, everything=everything)
     if output is None:
         return {"markdown": text, "output": None}

@@ -68,6 +68,8 @@ def assign(ctx: Ctx, *, task_id: str | None, title: str, expect: str, writes: li
             task_id = f"task-{state.next_task:03d}"
         elif task_id in state.tasks:
             raise StateRefused(f"task {task_id} exists already ({state.tasks[task_id].state})")
+        elif any(d.get("id") == task_id for d in store.archived(ctx.lay, "task")):
+            raise StateRefused(f"task {task_id} exists already (finished in an earlier batch)")
         if clashes:
             raise StateRefused("ownership conflict: " + "; ".join(
                 _clash_text(c, exclusive, state, serial) for c in clashes))
@@ -194,6 +196,11 @@ def status(ctx: Ctx, *, everything: bool = False) -> dict[str, Any]:
                  for a in tv.attribution.ambiguous]
     shown = [t for t in state.tasks.values()
              if everything or t.active or t.batch >= state.batch]
+    if everything:
+        # Finished tasks of closed batches live in the archive (moved there at thaw).
+        have = {t.id for t in shown}
+        old = {d["id"]: d for d in store.archived(ctx.lay, "task") if d.get("id") not in have}
+        shown += [Task.model_validate(d) for d in old.values()]
     rows = []
     for t in sorted(shown, key=lambda t: (not t.active, t.id)):
         row = task_row(t, now)

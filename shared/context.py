@@ -45,17 +45,26 @@ def refuse_if_frozen(state: State, what: str) -> None:
                            f"{iso(fz.at)} by {fz.by}; wait for coord thaw")
 
 
-def get_task(state: State, task_id: str) -> Task:
+def get_task(state: State, task_id: str, lay: store.Layout | None = None) -> Task:
+    """The task; with `lay`, a finished task moved to the archive at a thaw is brought
+    back into `state` (a revert of an earlier batch's task needs it)."""
     check_task_id(task_id)
     task = state.tasks.get(task_id)
+    if task is None and lay is not None:
+        found = [d for d in store.archived(lay, "task") if d.get("id") == task_id]
+        if found:
+            task = Task.model_validate(found[-1])
+            state.tasks[task_id] = task
     if task is None:
-        raise UsageError(f"unknown task {task_id!r} (coord status lists the tasks)")
+        raise UsageError(f"unknown task {task_id!r} (coord status --all lists the tasks)")
     return task
 
 
 def machine_name() -> str:
-    name = socket.gethostname().split(".")[0]
-    return re.sub(r"[^A-Za-z0-9_-]", "-", name)[:64] or "machine"
+    """This machine's name in session ids and sync refs: `$HUNKWISE_MACHINE`, else the
+    host name (two clones on one host act as two machines by setting it)."""
+    name = os.environ.get("HUNKWISE_MACHINE", "").strip() or socket.gethostname().split(".")[0]
+    return re.sub(r"[^A-Za-z0-9_-]", "-", name)[:64].strip("-") or "machine"
 
 
 def check_session(session: str) -> str:

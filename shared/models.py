@@ -250,8 +250,13 @@ class Decision(Strict):
     batch: int
 
 
+STATE_VERSION = 2
+
+
 class State(Strict):
-    version: Literal[1] = 1
+    # Version 2: tasks carry `inherited`/`claimed`; finished work moves to the archive at
+    # thaw. `store.load` migrates older versions step by step and refuses newer ones.
+    version: int = STATE_VERSION
     next_task: int = 1
     batch: int = 1
     tasks: dict[str, Task] = Field(default_factory=dict)

@@ -18,7 +18,7 @@ from typing import Any
 
 from . import git
 from .errors import StateRefused, UsageError
-from .models import State
+from .models import STATE_VERSION, State
 
 
 
@@ -92,16 +92,68 @@ def ensure(lay: Layout) -> None:
         (lay.root / sub).mkdir(parents=True, exist_ok=True)
 
 
+def _to_v2(doc: dict[str, Any]) -> dict[str, Any]:
+    return {**doc, "version": 2}  # new fields all have defaults
+
+
+# MIGRATIONS[v] turns a version-v state document into version v + 1.
+MIGRATIONS = {1: _to_v2}
+
+
 def load(lay: Layout) -> State:
     try:
         data = lay.state_file.read_bytes()
     except FileNotFoundError:
         return State()
     try:
-        return State.model_validate(strict_json_loads(data))
+        doc = strict_json_loads(data)
+        version = doc.get("version", 1) if isinstance(doc, dict) else None
+        if isinstance(version, int) and version > STATE_VERSION:
+            raise UsageError(f"{lay.state_file}: written by a newer hunkwise (state version "
+                             f"{version}, this one reads up to {STATE_VERSION}); upgrade hunkwise")
+        while isinstance(version, int) and version < STATE_VERSION:
+            doc = MIGRATIONS[version](doc)
+            version += 1
+        return State.model_validate(doc)
+    except UsageError:
+        raise
     except ValueError as e:
         raise UsageError(f"{lay.state_file}: state is unreadable ({str(e).splitlines()[0]}); "
                          "restore it from a backup or move it aside") from None
+
+
+ARCHIVE = "archive.jsonl"
+
+
+def archive(lay: Layout, records: list[dict[str, Any]]) -> None:
+    """Append finished records ({"kind", "data"}) to the append-only archive, fsynced
+    before the state that drops them is saved: a crash in between keeps both copies,
+    never neither."""
+    if not records:
+        return
+    ensure(lay)
+    with open(lay.root / ARCHIVE, "ab") as f:
+        for r in records:
+            f.write(json.dumps(r, sort_keys=True).encode() + b"\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def archived(lay: Layout, kind: str) -> list[dict[str, Any]]:
+    """Every archived record of a kind, oldest first; a torn last line is skipped."""
+    try:
+        raw = (lay.root / ARCHIVE).read_bytes()
+    except FileNotFoundError:
+        return []
+    out = []
+    for line in raw.split(b"\n"):
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(rec, dict) and rec.get("kind") == kind and isinstance(rec.get("data"), dict):
+            out.append(rec["data"])
+    return out
 
 
 def save(lay: Layout, state: State) -> None:

@@ -115,7 +115,9 @@ def test_status_shows_this_batch_and_readable_lines_and_never_writes(make_repo, 
     write(repo, "f.txt", numbered(10).replace("line 5\nline 6\n", "line 5\nnew\nline 6\n")
           .replace("line 9\n", ""))
     st = ok(coord(repo, "status"))
-    assert [t["id"] for t in st["tasks"]] == ["A", "B"] and st["hidden_tasks"] == 1
+    assert [t["id"] for t in st["tasks"]] == ["A", "B"]
+    # The thaw moved the closed batch's finished task to the archive.
+    assert '"old"' not in next((repo / ".git" / "coord").glob("state.json")).read_text()
     assert [t["id"] for t in ok(coord(repo, "status", "--all"))["tasks"]] == ["A", "B", "old"]
     assert st["ambiguous"] == [{"path": "f.txt", "tasks": ["A", "B"], "lines": "after 5"}]
     git(repo, "commit", "-q", "--allow-empty", "-m", "someone else's commit")
@@ -157,3 +159,39 @@ def test_grant_widens_a_task_so_its_edit_past_the_range_can_be_claimed(make_repo
     ok(worker(repo, "done", "A", session=W1))
     ok(coord(repo, "accept", "A"))
     assert git(repo, "show", "HEAD:f.txt") == (repo / "f.txt").read_text()
+
+
+def test_thaw_archives_finished_work_and_the_archive_is_still_read(make_repo, coord, worker):
+    repo = make_repo({"f.txt": numbered(3)})
+    ok(coord(repo, "assign", "t1", "--title", "t", "--expect", "e", "--write", "f.txt"))
+    ok(worker(repo, "start", "t1", session=W1))
+    write(repo, "f.txt", "x\n")
+    ok(worker(repo, "done", "t1", session=W1))
+    sig = signal(worker, repo, W1, "coordinator@desk")
+    ok(coord(repo, "signals", "--ack", sig, session=COORD))
+    commit = ok(coord(repo, "accept", "t1"))["commit"]
+    ok(coord(repo, "freeze"))
+    assert ok(coord(repo, "thaw"))["archived"] >= 2
+    state = (repo / ".git/coord/state.json").read_text()
+    assert '"t1"' not in state and sig not in state
+    assert sig in ok(coord(repo, "index", "--all"))["markdown"]
+    assert sig not in ok(coord(repo, "index"))["markdown"]
+    # An archived id is still taken, and an archived task can still be reverted.
+    assert coord(repo, "assign", "t1", "--title", "t", "--expect", "e", "--write", "f.txt").code == 3
+    assert git(repo, "rev-parse", "HEAD").strip() == commit
+
+
+def test_an_older_state_is_migrated_and_a_newer_one_refused(make_repo, coord):
+    import json
+
+    repo = make_repo({"f.txt": numbered(3)})
+    ok(coord(repo, "assign", "t1", "--title", "t", "--expect", "e", "--write", "f.txt"))
+    path = repo / ".git/coord/state.json"
+    doc = json.loads(path.read_text())
+    doc["version"] = 1
+    path.write_text(json.dumps(doc))
+    assert [t["id"] for t in ok(coord(repo, "status"))["tasks"]] == ["t1"]
+    doc["version"] = 99
+    path.write_text(json.dumps(doc))
+    r = coord(repo, "status")
+    assert r.code == 2 and "newer hunkwise" in r.doc["error"]["message"]
