@@ -161,6 +161,8 @@ def main() -> None:
     say("At a safe checkpoint the coordinator reads the inbox")
     run(repo, "coord", "inbox")
     run(repo, "coord", "next")
+    print("    (the exact patch accept would commit for this task, out of the shared tree:)")
+    run(repo, "coord", "diff", "greet")
     run(repo, "coord", "accept", "greet", ok=(1,))
     reviewer = "sess-20260101-0000-review@demo"
     run(repo, "worker", "review", "greet", "--verdict", "approve", "--notes",
@@ -182,6 +184,8 @@ def main() -> None:
     edit(repo, "check_app.py", '"x" in app.greet("x")', '"HALF-DONE" in app.greet("x")')
     run(repo, "coord", "freeze", ok=(3,))
     run(repo, "coord", "freeze", "--defer-running")
+    print("    (the deferred worker is told to stop, through its signals:)")
+    run(repo, "worker", "signals", session=s["whisper"])
     run(repo, "worker", "done", "whisper", session=s["whisper"], ok=(3,))
 
     say("verify runs the regression on exactly the frozen commit, not the shared tree")
