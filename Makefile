@@ -24,7 +24,7 @@ bench: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[test,lint]'
-	$(BIN)/ruff check shared inbox coordinator worker tests --select E,F,W,B,I,TID251 --ignore E501
+	$(BIN)/ruff check shared inbox coordinator worker tests --select E,F,W,B,I --ignore E501
 	$(BIN)/mypy
 
 clean:

@@ -21,7 +21,6 @@ from .errors import StateRefused, UsageError
 from .models import STATE_VERSION, State
 
 
-
 def fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:

@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-
 from hunkwise.shared import git as hw_git
 from hunkwise.shared.diff import FileChange, parse_patch, splice
 from hunkwise.shared.models import Grant, Report, Task, TaskState

@@ -8,6 +8,7 @@ import shlex
 from pathlib import Path
 
 from hunkwise.shared.proc import run_command
+
 from tests.conftest import Result, numbered, wait_until, write
 
 

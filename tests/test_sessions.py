@@ -12,7 +12,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-import time
 import unicodedata
 from collections.abc import Callable
 from pathlib import Path
@@ -620,7 +619,7 @@ def test_index_renders_claims_and_signals_without_breaking_its_tables(make_repo,
 
     rows = secs["Signals"][2:]
     assert len(rows) == len(listed)
-    for sig, row in zip(listed, rows):
+    for sig, row in zip(listed, rows, strict=True):
         assert sig["id"] in row
     active = secs["Active claims"][2:]
     assert len(active) == 1 and SESS_A in active[0] and "t1" in active[0]

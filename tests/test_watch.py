@@ -9,6 +9,7 @@ from pathlib import Path
 
 from hunkwise import inbox
 from hunkwise.shared.context import open_repo
+
 from tests.conftest import BIN, Lines, git, numbered, wait_until, write
 
 
