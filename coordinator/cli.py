@@ -231,7 +231,7 @@ def diff_cmd(task_id: str, stat: bool, as_json: bool, repo: str | None) -> None:
     def human(d: dict[str, Any]) -> str:
         if not d["files"]:
             return f"{task_id}: no changes to commit"
-        return d["stat"] if stat else d["patch"]
+        return str(d["stat"] if stat else d["patch"])
 
     emit(doc, as_json, human)
 

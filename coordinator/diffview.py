@@ -71,3 +71,58 @@ def _numstat(out: bytes) -> list[dict[str, Any]]:
             i += 3
         files.append(row)
     return files
+
+
+# ---- from a report's snapshot: review on another machine ------------------------------------
+
+def snapshot_diff(ctx: Ctx, task_id: str, *, stat: bool = False) -> dict[str, Any]:
+    """The patch of the task's newest report, computed from the report's own snapshot and
+    base (pushed with it by `sync`) rather than the working tree, which on another machine
+    does not hold the task's edits. Reads only: the tree, index and state are untouched.
+
+    The same selection and splice as accept, on a view of base -> snapshot with every
+    active task's grants mapped to the base.
+    """
+    from hunkwise.coordinator.accept import plan_commit
+    from hunkwise.shared import diff, sync
+    from hunkwise.shared.ownership import attribute
+    from hunkwise.shared.tree import TreeView
+
+    state = store.load(ctx.lay)
+    task = get_task(state, task_id)
+    found = sync.newest_report(ctx, task_id)
+    if found is None:
+        raise UsageError(f"{task_id} has no report here or in any synced machine's records "
+                         "(coord sync fetches them)")
+    report, base_tree, snap_tree, origin = found
+    mir = sync.mirror(ctx)
+    owner = mir["tasks"].get(task_id)
+    ranges_at = mir["ranges_at"].get(owner) if owner else state.ranges_at
+    tasks = [sync.grants_at(ctx.repo, t, ranges_at, base_tree) for t in active_tasks(state)]
+    task = next((t for t in tasks if t.id == task_id), task)
+    changes = diff.diff_trees(ctx.repo, base_tree, snap_tree)
+    ranged = {g.path for t in tasks for g in t.grants if g.kind == "range"}
+    todo = [c for c in changes if c.path in ranged and c.splittable and c.hunks]
+    blobs = git.cat_blobs(ctx.repo, [c.old_oid for c in todo]) if todo else {}
+    old_texts = {c.path: blobs[c.old_oid] for c in todo}
+    snap = diff.Snapshot(tree=git.Sha(snap_tree), head=git.Sha(report.base_commit or ""),
+                         head_tree=git.Sha(base_tree))
+    tv = TreeView(snap, changes, attribute(changes, tasks, old_texts), old_texts)
+    claims = {(e.path, h.sha256) for e in report.changes for h in e.hunks}
+    sel = select(tv, task, claims)
+    doc: dict[str, Any] = {"task": task_id, "base": report.base_commit, "files": [], "patch": "",
+                           "from_snapshot": {"snapshot": snap_tree, "revision": report.revision,
+                                             "machine": origin, "session": report.session}}
+    if not sel.changes:
+        return doc
+    plan = plan_commit(ctx, tv, task_id, sel.changes)
+    numstat = git.run(ctx.repo, "diff-tree", "-r", "-z", "--numstat", *SHOW, base_tree, plan.tree)
+    doc["files"] = _numstat(numstat)
+    if stat:
+        doc["stat"] = git.run(ctx.repo, "diff-tree", "-r", "--stat=100", *SHOW, base_tree,
+                              plan.tree).decode("utf-8", "replace")
+    else:
+        doc["patch"] = git.run(ctx.repo, "diff-tree", "-r", "-p", "--binary", *SHOW, base_tree,
+                               plan.tree).decode("utf-8", "surrogateescape")
+    doc["tree"] = plan.tree
+    return doc

@@ -244,9 +244,8 @@ def _split_deferred(ctx: Ctx, state: Any, fz: Freeze, tree: str,
     olds = git.cat_blobs(ctx.repo, [c.old_oid for c in now if c.splittable and c.hunks])
     att = attribute(now, deferred, {c.path: olds[c.old_oid] for c in now
                                     if c.splittable and c.hunks})
-    owner_of = {id(h) if h is not None else id(ch): tid
-                for tid, chs in att.owned.items() for ch in chs
-                for h in (ch.hunks or [None])}
+    owner_of = {id(h): tid for tid, chs in att.owned.items() for ch in chs for h in ch.hunks}
+    whole_owner = {ch.path: tid for tid, chs in att.owned.items() for ch in chs}
     others: list[str] = []
     edits: dict[str, set[str]] = {}
     for ch in now:
@@ -258,10 +257,7 @@ def _split_deferred(ctx: Ctx, state: Any, fz: Freeze, tree: str,
             if h is not None and seen[h.sha256] > 0:
                 seen[h.sha256] -= 1  # already there at the freeze
                 continue
-            tid = owner_of.get(id(h) if h is not None else id(ch))
-            if tid is None and h is None:
-                tid = next((t for t, chs in att.owned.items()
-                            for c in chs if c.path == ch.path and not c.hunks), None)
+            tid = owner_of.get(id(h)) if h is not None else whole_owner.get(ch.path)
             if tid is None:
                 ok = False
             else:

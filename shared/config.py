@@ -40,6 +40,12 @@ class CheckSettings(_Section):
     timeout_seconds: float = Field(default=900, gt=0)
 
 
+class RemoteSettings(_Section):
+    # The git remote that machines share refs/hunkwise/ through; None: no automatic sync.
+    name: str | None = Field(default=None, min_length=1, max_length=200,
+                             pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
 class Config(_Section):
     verify: VerifySettings = Field(default_factory=VerifySettings)
     ownership: OwnershipSettings = Field(default_factory=OwnershipSettings)
@@ -47,6 +53,7 @@ class Config(_Section):
     accept: AcceptSettings = Field(default_factory=AcceptSettings)
     notify: NotifySettings = Field(default_factory=NotifySettings)
     checks: CheckSettings = Field(default_factory=CheckSettings)
+    remote: RemoteSettings = Field(default_factory=RemoteSettings)
 
 
 def _line_of(text: str, loc: tuple[object, ...]) -> int | None:

@@ -56,3 +56,15 @@ def test_a_failing_verify_lists_the_batch_and_the_failing_output(make_repo, coor
     assert "accepted tasks A" in r.stdout
     assert "the-reason-it-broke" in r.stdout
     assert "verify FAILED" in r.stdout
+
+
+def test_a_deferred_task_adding_a_file_in_its_glob_does_not_fail_verify(make_repo, coord,
+                                                                        worker):
+    repo = project(make_repo)
+    ok(coord(repo, "assign", "A", "--title", "t", "--expect", "e", "--write", "docs/**"))
+    ok(worker(repo, "start", "A", session=W1))
+    ok(coord(repo, "freeze", "--defer-running"))
+    write(repo, "docs/new.md", "written during the freeze\n")
+    r = coord(repo, "verify")
+    assert r.code == 0, r.stdout
+    assert r.doc["deferred_edits"] == [{"task": "A", "paths": ["docs/new.md"]}]

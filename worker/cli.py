@@ -25,6 +25,13 @@ def _ctx(repo: str | None):  # type: ignore[no-untyped-def]
     return open_repo(repo)
 
 
+def _autosync(ctx) -> None:  # type: ignore[no-untyped-def]
+    """With `[remote] name` set, sync with the other machines (warnings only)."""
+    from hunkwise.shared import sync
+
+    sync.warn(sync.auto(ctx))
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @version_option
 def cli() -> None:
@@ -40,7 +47,9 @@ def start(task_id: str, session: str | None, role: str, as_json: bool, repo: str
     """Claim a task and print its brief."""
     from hunkwise.worker import lifecycle
 
-    doc = lifecycle.start(_ctx(repo), task_id, session=session, role=role)
+    ctx = _ctx(repo)
+    _autosync(ctx)
+    doc = lifecycle.start(ctx, task_id, session=session, role=role)
 
     def human(d: dict[str, Any]) -> str:
         t = d["task"]
@@ -87,9 +96,12 @@ def done(task_id: str, session: str | None, summary: str, unfinished: tuple[str,
     """Run the checks, then deliver the task's report."""
     from hunkwise.worker import lifecycle
 
-    doc = lifecycle.done(_ctx(repo), task_id, session=session, summary=summary,
+    ctx = _ctx(repo)
+    _autosync(ctx)
+    doc = lifecycle.done(ctx, task_id, session=session, summary=summary,
                          unfinished=list(unfinished), message=message,
                          run_checks=not no_run_checks)
+    _autosync(ctx)  # the report travels now, not at the next command
     emit(doc, as_json, _report_text)
 
 
@@ -191,7 +203,9 @@ def signals(session: str | None, do_ack: bool, as_json: bool, repo: str | None) 
     """Pending signals for this session (direct and broadcast)."""
     from hunkwise.worker import session as core
 
-    doc = core.signals(_ctx(repo), session=session, do_ack=do_ack)
+    ctx = _ctx(repo)
+    _autosync(ctx)
+    doc = core.signals(ctx, session=session, do_ack=do_ack)
     emit(doc, as_json, lambda d: "\n".join(
         f"{s['id']}  {s['type']:<17} from {s['from']}  about {s['about']}: {s['payload']}"
         for s in d["signals"]) or "no pending signals")
@@ -208,7 +222,10 @@ def review_cmd(task_id: str, session: str | None, verdict: str, notes: str, as_j
     """Answer an audit request for your role (read from the session id)."""
     from hunkwise.worker import session as core
 
-    doc = core.review(_ctx(repo), task_id, session=session, verdict=verdict, notes=notes)
+    ctx = _ctx(repo)
+    _autosync(ctx)
+    doc = core.review(ctx, task_id, session=session, verdict=verdict, notes=notes)
+    _autosync(ctx)  # the verdict travels now
     emit(doc, as_json, lambda d: f"{task_id}: {d['role']} {verdict} delivered")
 
 
@@ -226,6 +243,18 @@ def ask(task_id: str, session: str | None, question: str, kind: str, as_json: bo
 
     doc = core.ask(_ctx(repo), task_id, session=session, question=question, kind=kind)
     emit(doc, as_json, lambda d: f"asked {d['decision']['id']}; see worker signals for the answer")
+
+
+@cli.command(name="sync")
+@click.option("--remote", default=None, metavar="NAME", help="Git remote (default: [remote] name).")
+@common
+def sync_cmd(remote: str | None, as_json: bool, repo: str | None) -> None:
+    """Push this machine's refs/hunkwise/ records and fetch and apply the others'."""
+    from hunkwise.shared import sync
+
+    doc = sync.sync(_ctx(repo), remote)
+    sync.warn(doc["warnings"])
+    emit(doc, as_json, sync.sync_text)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
