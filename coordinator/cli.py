@@ -21,6 +21,13 @@ def _ctx(repo: str | None):  # type: ignore[no-untyped-def]
     return open_repo(repo)
 
 
+def _autosync(ctx) -> None:  # type: ignore[no-untyped-def]
+    """With `[remote] name` set, sync with the other machines first (warnings only)."""
+    from hunkwise.shared import sync
+
+    sync.warn(sync.auto(ctx))
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @version_option
 def cli() -> None:
@@ -197,6 +204,7 @@ def next_cmd(with_diff: bool, as_json: bool, repo: str | None) -> None:
     from hunkwise.coordinator import review
 
     ctx = _ctx(repo)
+    _autosync(ctx)
     doc = review.next_report(ctx)
     n = doc["next"]
     if with_diff and n is not None and n["report"].get("kind") != "review":
@@ -221,12 +229,20 @@ def next_cmd(with_diff: bool, as_json: bool, repo: str | None) -> None:
 @cli.command(name="diff")
 @click.argument("task_id")
 @click.option("--stat", is_flag=True, help="A summary per file instead of the patch.")
+@click.option("--from-snapshot", "from_snapshot", is_flag=True,
+              help="From the newest report's snapshot (any synced machine's), not the tree; "
+                   "automatic for a task another machine coordinates.")
 @common
-def diff_cmd(task_id: str, stat: bool, as_json: bool, repo: str | None) -> None:
+def diff_cmd(task_id: str, stat: bool, from_snapshot: bool, as_json: bool, repo: str | None) -> None:
     """Exactly the patch `coord accept ID` would commit now."""
-    from hunkwise.coordinator.diffview import task_diff
+    from hunkwise.coordinator.diffview import snapshot_diff, task_diff
+    from hunkwise.shared.sync import is_mirrored
 
-    doc = task_diff(_ctx(repo), task_id, stat=stat)
+    ctx = _ctx(repo)
+    if from_snapshot or is_mirrored(ctx, task_id):
+        doc = snapshot_diff(ctx, task_id, stat=stat)
+    else:
+        doc = task_diff(ctx, task_id, stat=stat)
 
     def human(d: dict[str, Any]) -> str:
         if not d["files"]:
@@ -559,6 +575,18 @@ def thaw(as_json: bool, repo: str | None) -> None:
     doc = core.thaw(_ctx(repo))
     emit(doc, as_json, lambda d: (f"thawed: batch {d['batch']} open" if d["thawed"] else "not frozen")
          + (f"; startable again: {', '.join(d['reopened'])}" if d["reopened"] else ""))
+
+
+@cli.command(name="sync")
+@click.option("--remote", default=None, metavar="NAME", help="Git remote (default: [remote] name).")
+@common
+def sync_cmd(remote: str | None, as_json: bool, repo: str | None) -> None:
+    """Push this machine's refs/hunkwise/ records and fetch and apply the others'."""
+    from hunkwise.shared import sync
+
+    doc = sync.sync(_ctx(repo), remote)
+    sync.warn(doc["warnings"])
+    emit(doc, as_json, sync.sync_text)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -84,13 +84,13 @@ def snapshot_diff(ctx: Ctx, task_id: str, *, stat: bool = False) -> dict[str, An
     active task's grants mapped to the base.
     """
     from hunkwise.coordinator.accept import plan_commit
-    from hunkwise.shared import diff, sync
+    from hunkwise.shared import diff, remote, sync
     from hunkwise.shared.ownership import attribute
     from hunkwise.shared.tree import TreeView
 
     state = store.load(ctx.lay)
     task = get_task(state, task_id)
-    found = sync.newest_report(ctx, task_id)
+    found = remote.newest_report(ctx, task_id)
     if found is None:
         raise UsageError(f"{task_id} has no report here or in any synced machine's records "
                          "(coord sync fetches them)")
@@ -98,7 +98,7 @@ def snapshot_diff(ctx: Ctx, task_id: str, *, stat: bool = False) -> dict[str, An
     mir = sync.mirror(ctx)
     owner = mir["tasks"].get(task_id)
     ranges_at = mir["ranges_at"].get(owner) if owner else state.ranges_at
-    tasks = [sync.grants_at(ctx.repo, t, ranges_at, base_tree) for t in active_tasks(state)]
+    tasks = [remote.grants_at(ctx.repo, t, ranges_at, base_tree) for t in active_tasks(state)]
     task = next((t for t in tasks if t.id == task_id), task)
     changes = diff.diff_trees(ctx.repo, base_tree, snap_tree)
     ranged = {g.path for t in tasks for g in t.grants if g.kind == "range"}

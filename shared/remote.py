@@ -1,0 +1,343 @@
+"""What other machines published, read as untrusted input and applied here.
+
+Every record of a fetched chain (`refs/hunkwise/remote/<machine>/records`, see
+shared/sync.py) is parsed as strictly as a report in the inbox (size caps, duplicate keys,
+NaN, the pydantic schema); its id or session must name the machine whose ref holds it;
+what fails is quarantined with its reason, once. The machine that holds a task in its own
+state is its one authority: it applies remote audit verdicts under its lock. Other
+machines keep a mirror of its published task table, replaced at every sync.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import git, store
+from .context import Ctx, machine_name, session_role
+from .errors import UsageError
+from .models import SESSION_RE, TASK_ID_RE, Checkpoint, Report, Signal, Task
+from .sync import (
+    KEY_RE,
+    MAX_RECORD_BYTES,
+    REPORT_NAME_RE,
+    SEEN,
+    dump_json,
+    has_object,
+    load_json,
+    ls_tree,
+    machine_of,
+    mirror,
+    save_json,
+    sync_dir,
+)
+
+_SIG_ID_RE = re.compile(r"^sig-\d{8}-\d{3,9}@(?P<m>[A-Za-z0-9_-]{1,64})$")
+_MACHINE_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+# ---- apply what other machines published ---------------------------------------------------
+
+@dataclass
+class Applied:
+    signals: list[str] = field(default_factory=list)
+    verdicts: list[str] = field(default_factory=list)
+    tasks: list[str] = field(default_factory=list)
+    checkpoints: list[str] = field(default_factory=list)
+    reports: list[str] = field(default_factory=list)
+    quarantined: list[dict[str, str]] = field(default_factory=list)
+
+    def public(self) -> dict[str, Any]:
+        return {"signals": self.signals, "verdicts": self.verdicts, "tasks": self.tasks,
+                "checkpoints": self.checkpoints, "reports": self.reports,
+                "quarantined": self.quarantined}
+
+
+def remote_machines(repo: Path) -> dict[str, str]:
+    """{machine: commit} of every fetched chain."""
+    out = git.run(repo, "for-each-ref", "--format=%(refname) %(objectname)", f"{SEEN}/")
+    found: dict[str, str] = {}
+    for line in out.decode().split("\n"):
+        m = re.fullmatch(rf"{SEEN}/([^/]+)/records ([0-9a-f]+)", line)
+        if m and _MACHINE_RE.fullmatch(m[1]):
+            found[m[1]] = m[2]
+    return found
+
+
+def _quarantine(ctx: Ctx, machine: str, path: str, data: bytes, reason: str,
+                applied: Applied) -> None:
+    from hunkwise import inbox
+
+    name = f"remote-{machine}-" + re.sub(r"[^A-Za-z0-9_.,=@-]", "_", path)[:200]
+    tmp = ctx.lay.inbox / "tmp" / name
+    tmp.parent.mkdir(parents=True, exist_ok=True)
+    tmp.write_bytes(data[:MAX_RECORD_BYTES])
+    inbox.quarantine(tmp, f"from {machine} ({path}): {reason}")
+    applied.quarantined.append({"machine": machine, "record": path, "reason": reason})
+
+
+def _parse(data: bytes, model: Any, what: str) -> Any:
+    if len(data) > MAX_RECORD_BYTES:
+        raise UsageError(f"{what}: over the {MAX_RECORD_BYTES} byte limit")
+    try:
+        doc = store.strict_json_loads(data)
+    except (ValueError, RecursionError) as e:
+        raise UsageError(f"{what}: not valid JSON ({str(e)[:200]})") from None
+    try:
+        return model.model_validate(doc)
+    except ValueError as e:
+        lines = str(e).splitlines()
+        raise UsageError(f"{what}: does not match the schema "
+                         f"({'; '.join(lines[1:3])[:300]})") from None
+
+
+def _read_report(ctx: Ctx, name: str, data: bytes) -> Report:
+    """The same strict reading as a report in the inbox (inbox.read_report on a file)."""
+    from hunkwise import inbox
+
+    tmp = ctx.lay.inbox / "tmp" / f".remote-{os.getpid()}-{name}"
+    tmp.parent.mkdir(parents=True, exist_ok=True)
+    tmp.write_bytes(data[:inbox.MAX_REPORT_BYTES + 1])
+    try:
+        return inbox.read_report(tmp)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+
+
+def apply_remote(ctx: Ctx) -> Applied:
+    """Read every other machine's fetched records and apply what is new and sound."""
+    applied = Applied()
+    me = machine_name()
+    with store.locked(ctx.lay, name="sync.lock"):
+        seen_path = sync_dir(ctx) / "seen.json"
+        seen = load_json(seen_path)
+        for machine, commit in sorted(remote_machines(ctx.repo).items()):
+            if machine == me:
+                continue
+            done = seen.get(machine, {})
+            if done.get("commit") == commit:
+                continue
+            records = set(done.get("records", []))
+            now_records = _apply_machine(ctx, machine, commit, records, applied)
+            seen[machine] = {"commit": commit, "records": sorted(now_records)}
+        save_json(seen_path, seen)
+    return applied
+
+
+def _apply_machine(ctx: Ctx, machine: str, commit: str, done: set[str],
+                   applied: Applied) -> set[str]:
+    repo = ctx.repo
+    top = ls_tree(repo, commit)
+    listing: dict[str, str] = {}  # record path -> oid
+    for folder in ("signals", "checkpoints", "reports"):
+        if folder in top:
+            for name, (_mode, oid) in ls_tree(repo, f"{commit}:{folder}").items():
+                listing[f"{folder}/{name}"] = oid
+    if "tasks.json" in top:
+        listing["tasks.json"] = top["tasks.json"][1]
+    todo = {p: o for p, o in listing.items() if f"{p} {o}" not in done}
+    report_trees = {p: ls_tree(repo, o) for p, o in todo.items() if p.startswith("reports/")}
+    blob_ids = [o for p, o in todo.items() if not p.startswith("reports/")]
+    blob_ids += [t["report.json"][1] for t in report_trees.values() if "report.json" in t]
+    blobs = git.cat_blobs(repo, blob_ids) if blob_ids else {}
+
+    signals: list[Signal] = []
+    checkpoints: dict[str, Checkpoint] = {}
+    verdicts: list[tuple[str, bytes, Report]] = []
+    table: dict[str, Any] | None = None
+    for path, oid in sorted(todo.items()):
+        kind, _, name = path.partition("/")
+        data = blobs.get(oid, b"")
+        try:
+            if kind == "signals":
+                sig = _parse(data, Signal, path)
+                m = _SIG_ID_RE.fullmatch(sig.id)
+                if sig.id != name or m is None or m["m"] != machine:
+                    raise UsageError(f"signal id {sig.id!r} is not one of {machine}'s")
+                if machine_of(sig.sender) != machine:
+                    raise UsageError(f"sender {sig.sender!r} is not on {machine}")
+                from .signals import check_target
+
+                check_target(sig.to)
+                signals.append(sig)
+            elif kind == "checkpoints":
+                cp = _parse(data, Checkpoint, path)
+                if machine_of(cp.session) != machine or not SESSION_RE.fullmatch(cp.session):
+                    raise UsageError(f"session {cp.session!r} is not on {machine}")
+                if not KEY_RE.fullmatch(name) or not TASK_ID_RE.fullmatch(cp.task):
+                    raise UsageError(f"malformed checkpoint key {name!r}")
+                checkpoints[name] = cp
+            elif kind == "reports":
+                entry = report_trees[path]
+                if "report.json" not in entry:
+                    raise UsageError("no report.json")
+                data = blobs[entry["report.json"][1]]
+                m = REPORT_NAME_RE.fullmatch(name)
+                if m is None:
+                    raise UsageError(f"{name}: not a report file name")
+                report = _read_report(ctx, name, data)
+                if report.session is None or not SESSION_RE.fullmatch(report.session) \
+                        or machine_of(report.session) != machine:
+                    raise UsageError(f"session {report.session!r} is not on {machine}")
+                if report.task_id != m["task"] or report.revision != int(m["rev"]):
+                    raise UsageError(f"name says {m['task']} r{m['rev']}, content says "
+                                     f"{report.task_id} r{report.revision}")
+                if report.kind == "review":
+                    verdicts.append((name, data, report))
+                applied.reports.append(f"{machine}/{name}")
+            elif path == "tasks.json":
+                table = _parse_table(data, machine)
+            else:
+                raise UsageError("unknown record")
+        except UsageError as e:
+            _quarantine(ctx, machine, path, data, e.message, applied)
+        done.add(f"{path} {oid}")
+    _apply_state(ctx, machine, signals, checkpoints, verdicts, table, applied)
+    # What left the published tree is forgotten here too: the bookkeeping stays small.
+    return {r for r in done if r.split(" ", 1)[0] in listing}
+
+
+def _parse_table(data: bytes, machine: str) -> dict[str, Any]:
+    if len(data) > MAX_RECORD_BYTES:
+        raise UsageError("tasks.json: over the size limit")
+    try:
+        doc = store.strict_json_loads(data)
+    except (ValueError, RecursionError) as e:
+        raise UsageError(f"tasks.json: not valid JSON ({str(e)[:200]})") from None
+    if not isinstance(doc, dict) or set(doc) != {"machine", "ranges_at", "tasks"} \
+            or doc["machine"] != machine or not isinstance(doc["tasks"], list):
+        raise UsageError(f"tasks.json: not a task table of {machine}")
+    ranges_at = doc["ranges_at"]
+    if ranges_at is not None and not (isinstance(ranges_at, str)
+                                      and re.fullmatch(r"[0-9a-f]{40}([0-9a-f]{24})?", ranges_at)):
+        raise UsageError("tasks.json: malformed ranges_at")
+    tasks = []
+    for raw in doc["tasks"]:
+        t = _parse(dump_json(raw), Task, "tasks.json")
+        if not TASK_ID_RE.fullmatch(t.id) or ".." in t.id:
+            raise UsageError(f"tasks.json: malformed task id {t.id!r}")
+        tasks.append(t)
+    return {"ranges_at": ranges_at, "tasks": tasks}
+
+
+def _apply_state(ctx: Ctx, machine: str, signals: list[Signal],
+                 checkpoints: dict[str, Checkpoint], verdicts: list[tuple[str, bytes, Report]],
+                 table: dict[str, Any] | None, applied: Applied) -> None:
+    from hunkwise import inbox
+
+    mir_path = sync_dir(ctx) / "mirror.json"
+    with store.transaction(ctx.lay) as state:
+        mir = mirror(ctx)
+        if table is not None:
+            for t in table["tasks"]:
+                owner = mir["tasks"].get(t.id)
+                if t.id in state.tasks and owner is None:
+                    continue  # this machine's own task: never replaced by a remote's copy
+                if owner not in (None, machine):
+                    continue  # mirrored from another coordinator first
+                state.tasks[t.id] = t
+                mir["tasks"][t.id] = machine
+                applied.tasks.append(t.id)
+            gone = [tid for tid, m in mir["tasks"].items() if m == machine
+                    and tid not in {t.id for t in table["tasks"]}]
+            for tid in gone:
+                state.tasks.pop(tid, None)
+                del mir["tasks"][tid]
+            mir["ranges_at"][machine] = table["ranges_at"]
+        known = {s.id for s in state.signals}
+        for sig in signals:
+            if sig.id not in known:
+                state.signals.append(sig)
+                applied.signals.append(sig.id)
+        for key, cp in checkpoints.items():
+            if key not in state.checkpoints:
+                state.checkpoints[key] = cp
+                applied.checkpoints.append(key)
+        for name, data, report in verdicts:
+            task = state.tasks.get(report.task_id)
+            if task is None or task.id in mir["tasks"]:
+                continue  # not this machine's to decide
+            role = session_role(report.session or "")
+            if role not in task.audit:
+                _quarantine(ctx, machine, f"reports/{name}", data,
+                            f"{task.id} asks no audit of role {role!r}", applied)
+                continue
+            if report.revision != max(task.revision, 1):
+                _quarantine(ctx, machine, f"reports/{name}", data,
+                            f"verdict on revision {report.revision}; {task.id} is at "
+                            f"revision {task.revision}", applied)
+                continue
+            task.audit[role] = "approved" if report.verdict == "approve" else "changes"
+            inbox.deliver(ctx.lay.inbox, data, task.id, report.revision)
+            applied.verdicts.append(f"{task.id}: {role} {report.verdict} ({machine})")
+        save_json(mir_path, mir)
+
+
+# ---- reading a task's report wherever it was delivered ---------------------------------------
+
+def newest_report(ctx: Ctx, task_id: str) -> tuple[Report, str, str, str] | None:
+    """(report, base tree, snapshot tree, machine) of the task's newest work report among
+    this machine's inbox and every synced machine's records; None when there is none.
+    Remote reports are read as strictly as the inbox's; a bad one is skipped."""
+    from hunkwise import inbox
+
+    found: list[tuple[int, int, Report, str, str, str]] = []
+    for e in inbox.find_task_reports(ctx.lay.inbox, task_id):
+        try:
+            r = inbox.read_report(e.path)
+        except UsageError:
+            continue
+        if r.kind == "task" and r.base_commit and has_object(ctx.repo, r.snapshot):
+            found.append((r.revision, e.time_ns, r, f"{r.base_commit}^{{tree}}", r.snapshot,
+                          machine_name()))
+    for machine, commit in remote_machines(ctx.repo).items():
+        for name, (_mode, oid) in ls_tree(ctx.repo, f"{commit}:reports").items():
+            m = REPORT_NAME_RE.fullmatch(name)
+            if m is None or m["task"] != task_id:
+                continue
+            entry = ls_tree(ctx.repo, oid)
+            if not {"report.json", "snapshot", "base"} <= set(entry):
+                continue
+            data = git.cat_blobs(ctx.repo, [entry["report.json"][1]])[entry["report.json"][1]]
+            try:
+                r = _read_report(ctx, name, data)
+            except UsageError:
+                continue
+            if r.kind != "task" or r.task_id != task_id or machine_of(r.session) != machine:
+                continue
+            found.append((r.revision, int(m["t"]), r, entry["base"][1], entry["snapshot"][1],
+                          machine))
+    if not found:
+        return None
+    found.sort(key=lambda f: (f[0], f[1]))
+    _rev, _t, report, base, snap, machine = found[-1]
+    base = git.run(ctx.repo, "rev-parse", base).decode().strip()
+    return report, base, snap, machine
+
+
+def grants_at(repo: Path, task: Task, ranges_at: str | None, base: str) -> Task:
+    """A copy of the task with its range grants mapped from `ranges_at` (where the state
+    numbered them) to the tree `base`; unchanged when either is unknown here."""
+    from . import diff
+    from .ownership import map_range
+
+    paths = sorted({g.path for g in task.grants if g.kind == "range"})
+    if not paths or not ranges_at or not has_object(repo, ranges_at):
+        return task
+    old = git.run(repo, "rev-parse", f"{ranges_at}^{{tree}}").decode().strip()
+    if old == base:
+        return task
+    by_path = {c.path: c for c in diff.diff_trees(repo, old, base, paths)}
+    grants = []
+    for g in task.grants:
+        ch = by_path.get(g.path) if g.kind == "range" else None
+        if ch is not None and ch.status != "D":
+            s, e = map_range(g.start, g.end, ch.hunks)
+            g = g.model_copy(update={"start": s, "end": e})
+        grants.append(g)
+    return task.model_copy(update={"grants": grants})
