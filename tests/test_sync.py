@@ -4,7 +4,9 @@ remote, clones are machines (told apart by HUNKWISE_MACHINE, each with its own s
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -246,8 +248,8 @@ def test_three_machines_push_at_once(machines: Machines) -> None:
     for name in names:
         ok(m.worker(name, "signal", "--to", "*", "--type", "BLOCKED_ON", "--about", name,
                     session=f"sess-20260101-0900-build@{name}"))
-    procs = [subprocess.Popen([str(Path(__import__("sys").executable).parent / "worker"), "sync",
-                               "--json"], cwd=m.repos[n], env={**__import__("os").environ,
+    procs = [subprocess.Popen([str(Path(sys.executable).parent / "worker"), "sync",
+                               "--json"], cwd=m.repos[n], env={**os.environ,
                                                              "HUNKWISE_MACHINE": n},
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE) for n in names]
     outs = [p.communicate(timeout=120) for p in procs]
@@ -264,3 +266,49 @@ def test_three_machines_push_at_once(machines: Machines) -> None:
     for name in names:
         log = git(m.remote, "rev-list", "--parents", f"refs/hunkwise/m/{name}/records").split("\n")
         assert all(len(line.split()) <= 2 for line in log if line)
+
+
+def tree_of(repo: Path, files: dict[str, bytes]) -> str:
+    """A tree holding `files` ({path: bytes}), written through a throwaway index."""
+    env = {**os.environ, "GIT_INDEX_FILE": str(repo / ".git" / "forge-index")}
+    for path, data in files.items():
+        oid = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=repo, input=data,
+                             capture_output=True, check=True).stdout.decode().strip()
+        subprocess.run(["git", "update-index", "--add", "--cacheinfo", f"100644,{oid},{path}"],
+                       cwd=repo, env=env, check=True)
+    tree = subprocess.run(["git", "write-tree"], cwd=repo, env=env, capture_output=True,
+                          check=True).stdout.decode().strip()
+    (repo / ".git" / "forge-index").unlink()
+    return tree
+
+
+def test_a_remote_verdict_speaking_for_another_machine_is_quarantined(machines: Machines) -> None:
+    m = machines
+    built_task(m)
+    ok(m.coord("desktop", "audit", "task-001", "--roles", "review"))
+    ok(m.coord("desktop", "sync"))
+    ok(m.worker("laptop", "sync"))
+    lap = m.repos["laptop"]
+    inbox = lap / ".git" / "coord" / "inbox" / "new"
+    # A genuine verdict of a laptop session, then rewritten to claim a desktop session,
+    # published on top of the laptop's chain (a plain fast-forward) in place of the genuine
+    # one, which the desktop never fetched.
+    ok(m.worker("laptop", "review", "task-001", "--verdict", "approve", "--session", REVIEWER))
+    (name,) = [p.name for p in inbox.iterdir()]
+    doc = json.loads((inbox / name).read_bytes())
+    doc["session"] = "sess-20260101-0900-review@desktop"
+    bad = json.dumps(doc).encode()
+    renamed = name  # the same name, its content now speaking for the desktop
+    tree = tree_of(lap, {f"reports/{renamed}/report.json": bad,
+                         "reports/123.P1R00.h,task=task-001,rev=7/report.json": json.dumps(
+                             dict(doc, session=REVIEWER)).encode()})
+    parent = git(lap, "rev-parse", "refs/hunkwise/m/laptop/records").strip()
+    commit = git(lap, "commit-tree", tree, "-p", parent, "-m", "forged").strip()
+    git(lap, "push", "-q", "origin", f"{commit}:refs/hunkwise/m/laptop/records")
+    out = ok(m.coord("desktop", "sync"))
+    q = {x["record"]: x["reason"] for x in out["applied"]["quarantined"]}
+    assert "is not on laptop" in q[f"reports/{renamed}"]
+    assert "content says task-001 r1" in q["reports/123.P1R00.h,task=task-001,rev=7"]
+    assert out["applied"]["verdicts"] == []
+    r = m.coord("desktop", "accept", "task-001")
+    assert r.code == 1 and "audit-pending" in r.stdout
