@@ -74,11 +74,29 @@ def assign(task_id: str | None, title: str, expect: str, writes: tuple[str, ...]
 @cli.command()
 @click.option("--all", "everything", is_flag=True,
               help="Every task ever, not only active ones and this batch's finished ones.")
+@click.option("--brief", is_flag=True,
+              help="A few lines for a phone: open claims and what waits for the supervisor.")
+@click.option("--send", is_flag=True,
+              help="With --brief: also send it to the notifiers ([notify] command and urls).")
 @common
-def status(everything: bool, as_json: bool, repo: str | None) -> None:
+def status(everything: bool, brief: bool, send: bool, as_json: bool, repo: str | None) -> None:
     """Tasks, claims, freeze, inbox, and changes in the tree that no task may commit."""
     from hunkwise.coordinator import tasks
 
+    if send and not brief:
+        raise click.UsageError("--send goes with --brief")
+    if brief:
+        ctx = _ctx(repo)
+        doc = tasks.brief(ctx)
+        if send:
+            from hunkwise.coordinator.notify import send_now
+
+            first, _, rest = doc["brief"].partition("\n")
+            doc["sent"] = send_now(ctx, first, rest or first)
+            for err in doc["sent"]["errors"]:
+                sys.stderr.write(f"warning: not sent: {err}\n")
+        emit(doc, as_json, lambda d: d["brief"])
+        return
     doc = tasks.status(_ctx(repo), everything=everything)
 
     def human(d: dict[str, Any]) -> str:

@@ -230,3 +230,68 @@ def status(ctx: Ctx, *, everything: bool = False) -> dict[str, Any]:
         # Settings come from HEAD's coord.toml: an uncommitted edit is not in force.
         "config_differs": config.working_copy_differs(ctx.repo),
     }
+
+
+def brief(ctx: Ctx, *, width: int = 100, most: int = 8) -> dict[str, Any]:
+    """A few lines for a phone: open claims and what waits for the supervisor.
+
+    Reads the state, the inbox listing and the newest verify record; never the tree, so it
+    costs what a status line may cost in a chat bot's loop.
+    """
+    from hunkwise.coordinator.notify import for_coordinator, last_verification
+    from hunkwise.shared.output import clip
+
+    state = store.load(ctx.lay)
+    now = time.time()
+    claims = []
+    for t in sorted(state.tasks.values(), key=lambda t: t.id):
+        if t.claim is not None:
+            age = now - t.claim.heartbeat
+            claims.append({"task": t.id, "session": t.claim.session, "age_s": round(age),
+                           "stale": is_stale(t, now), "state": str(t.state)})
+    decisions = [{"id": d.id, "task": d.task, "kind": d.kind, "question": d.question}
+                 for d in state.decisions if d.state == "open"]
+    blocked_on = [{"id": s.id, "from": s.sender, "about": s.about, "payload": s.payload}
+                  for s in state.signals
+                  if s.type == "BLOCKED_ON" and s.state == "pending" and for_coordinator(s.to)]
+    pending, _odd = inbox.entries(ctx.lay.inbox, "new")
+    waiting_reports = sorted({e.task_id for e in pending if e.task_id})
+    blocked = []
+    for e in pending[:50]:  # a blocked worker waits for the supervisor too
+        try:
+            doc = store.strict_json_loads(e.path.read_bytes())
+        except (OSError, ValueError):
+            continue
+        if isinstance(doc, dict) and doc.get("status") == "blocked":
+            blocked.append({"task": e.task_id, "reason": str(doc.get("reason") or "")})
+    verify = last_verification(ctx.lay)
+
+    def ago(s: float) -> str:
+        return f"{s / 60:.0f}m" if s >= 60 else f"{s:.0f}s"
+
+    stale = sum(1 for c in claims if c["stale"])
+    head = (f"{ctx.repo.name}: {len(claims)} open claim(s)" + (f" ({stale} stale)" if stale else "")
+            + f", {len(pending)} report(s) waiting, {len(decisions)} decision(s)")
+    if state.freeze is not None:
+        head += f", frozen (batch {state.freeze.batch})"
+    lines = [head]
+    for d in decisions:
+        lines.append(f"decide {d['id']} [{d['kind']}] {d['task']}: {d['question']}")
+    for b in blocked:
+        lines.append(f"blocked {b['task']}: {b['reason']}")
+    for s in blocked_on:
+        lines.append(f"blocked-on {s['from']}: {s['about']}: {s['payload']}")
+    if verify is not None and not verify["ok"]:
+        what = verify["failing"][0] if verify["failing"] else "; ".join(verify["problems"][:1])
+        lines.append(f"verify FAILED (batch {verify['batch']}): {what}")
+    for c in sorted(claims, key=lambda c: (not c["stale"], c["task"])):
+        mark = " STALE" if c["stale"] else ""
+        lines.append(f"claim {c['task']} {c['session']} {ago(c['age_s'])}{mark}")
+    if waiting_reports:
+        lines.append("reports: " + ", ".join(waiting_reports))
+    shown = [clip(line, width) for line in lines[:most]]
+    if len(lines) > most:
+        shown.append(f"(+{len(lines) - most} more: coord status)")
+    return {"brief": "\n".join(shown), "claims": claims, "decisions": decisions,
+            "blocked_on": blocked_on, "reports_waiting": waiting_reports, "blocked": blocked,
+            "freeze": state.freeze.model_dump() if state.freeze else None, "verify": verify}

@@ -1,8 +1,11 @@
 """`coord watch`: a watchdog observer that never interrupts the coordinator.
 
-Each report that arrives joins the queue view and runs `[notify] command` with the
-report's summary (JSON) on stdin; tree writes outside every grant, and any write during a
-freeze, are recorded as events that `coord status` shows. File-system events are only
+Each report that arrives joins the queue view and is notified (`[notify] command` with the
+report's summary as JSON on stdin, and `[notify] urls`); so is everything else that needs
+the human supervisor (coordinator/notify.py: stale claims, decisions, blocked workers,
+freeze and thaw, verify results, lost work), once each, across restarts. Tree writes
+outside every grant, and any write during a freeze, are recorded as events that
+`coord status` shows. File-system events are only
 hints (watchdog reports a renamed-in file as created or moved, and drops events on
 overflow): every wake rescans the inbox until its listing is stable, and a periodic
 rescan catches whatever the observer missed. Reports are never moved: the queue belongs
@@ -26,8 +29,9 @@ from hunkwise.shared.ownership import glob_matches
 EVENTS = "events.jsonl"
 SEEN = "watch-seen.json"
 MAX_EVENTS_SHOWN = 20
-NOTIFY_TIMEOUT_S = 30.0
 DEDUPE_S = 2.0
+# Lost work needs a view of the whole tree: look for it at most this often.
+LOST_EVERY_S = 30.0
 
 
 def record_event(lay: store.Layout, kind: str, path: str, detail: str = "") -> dict[str, Any]:
@@ -86,6 +90,14 @@ class Watcher:
         self.hints: queue.Queue[tuple[str, str]] = queue.Queue()
         self.git_dir = str(git.common_dir(ctx.repo).resolve())
         self._last: dict[tuple[str, str], float] = {}
+        from hunkwise.coordinator.notify import Notifier
+
+        self.notifier = Notifier(ctx, say=self._say)
+        self._lost_at = -1e9
+
+    def _say(self, line: str) -> None:
+        self.out.write(line + "\n")
+        self.out.flush()
 
     # ---- the inbox ----
     def _stable_listing(self) -> list[inbox.Entry]:
@@ -110,6 +122,8 @@ class Watcher:
                            "kind": report.kind, "summary": report.summary,
                            "checks_passed": sum(1 for c in report.checks if c.passed),
                            "checks_total": len(report.checks), "file": e.name}
+                if report.reason:
+                    summary["reason"] = report.reason
             except Exception as err:  # noqa: BLE001 - a bad report is coord next's to quarantine
                 summary = {"task_id": e.task_id, "status": "unreadable", "file": e.name,
                            "error": str(err)[:300]}
@@ -118,22 +132,37 @@ class Watcher:
             _save_seen(self.lay, self.seen)
 
     def _notify(self, summary: dict[str, Any]) -> None:
+        from hunkwise.coordinator.notify import report_event
+
         self.notified.append(summary)
         self.out.write(f"report: {summary['task_id']} [{summary['status']}] {summary.get('title', '')}\n")
         self.out.flush()
-        cmd = self.ctx.config.notify.command
-        if not cmd:
-            return
-        from hunkwise.shared.proc import run_command
-
         try:
-            ran = run_command(cmd, self.ctx.repo, NOTIFY_TIMEOUT_S,
-                              stdin=json.dumps(summary).encode(), tail_lines=5)
-            if not ran.passed:
-                why = "timed out" if ran.exit_code == 124 else f"exit {ran.exit_code}"
-                self._event("notify-failed", summary["task_id"], why)
-        except OSError as err:
-            self._event("notify-failed", summary["task_id"], str(err)[:200])
+            self.notifier.offer([report_event(summary)])
+        except Exception as err:  # noqa: BLE001 - the watcher outlives any one report
+            self._event("watch-error", summary["task_id"], f"{type(err).__name__}: {str(err)[:200]}")
+        self.deliver()
+
+    # ---- what else needs the supervisor ----
+    def scan_state(self, *, periodic: bool = False) -> None:
+        """Offer the state's events; a failure here is recorded, never fatal."""
+        from hunkwise.coordinator.notify import collect
+
+        now = time.monotonic()
+        with_lost = periodic and now - self._lost_at >= LOST_EVERY_S
+        if with_lost:
+            self._lost_at = now
+        try:
+            self.notifier.offer(collect(self.ctx, with_lost=with_lost))
+        except Exception as err:  # noqa: BLE001 - the watcher outlives any one scan
+            self._event("watch-error", "state", f"{type(err).__name__}: {str(err)[:200]}")
+        self.deliver()
+
+    def deliver(self) -> None:
+        try:
+            self.notifier.deliver_due()
+        except Exception as err:  # noqa: BLE001 - a notifier never stops the watcher
+            self._event("watch-error", "notify", f"{type(err).__name__}: {str(err)[:200]}")
 
     # ---- the tree ----
     def _event(self, kind: str, path: str, detail: str = "") -> None:
@@ -187,6 +216,8 @@ class Watcher:
 
         hints = self.hints
         inbox_new = str((self.lay.inbox / "new").resolve())
+        root = str(self.lay.root.resolve())
+        state_files = (str(self.lay.state_file.resolve()), os.path.join(root, "verifications"))
 
         class Handler(FileSystemEventHandler):
             def on_any_event(self, event: FileSystemEvent) -> None:
@@ -195,12 +226,18 @@ class Watcher:
                 for p in (event.src_path, getattr(event, "dest_path", "") or ""):
                     if p:
                         p = os.fsdecode(p)
-                        hints.put(("inbox" if p.startswith(inbox_new) else "tree", p))
+                        if p.startswith(state_files):
+                            hints.put(("state", p))
+                        else:
+                            hints.put(("inbox" if p.startswith(inbox_new) else "tree", p))
 
         store.ensure(self.lay)
         observer = Observer()
         observer.schedule(Handler(), inbox_new, recursive=False)
         observer.schedule(Handler(), str(self.ctx.repo), recursive=True)
+        if os.path.commonpath([root, str(self.ctx.repo.resolve())]) != str(self.ctx.repo.resolve()):
+            (self.lay.root / "verifications").mkdir(parents=True, exist_ok=True)
+            observer.schedule(Handler(), root, recursive=True)  # $COORD_DIR elsewhere
         observer.start()
         # The watches are in place once start() returns (the emitters add them before
         # their threads run): say so, so a supervisor's script can wait for it.
@@ -213,8 +250,13 @@ class Watcher:
                 now = time.monotonic()
                 if now >= next_scan:
                     self.scan_inbox()  # the periodic rescan: catches what the observer dropped
+                    self.scan_state(periodic=True)
                     next_scan = now + interval
-                wait = min(next_scan, deadline or next_scan) - time.monotonic()
+                else:
+                    self.deliver()  # retries whose backoff ended
+                due = self.notifier.next_due()
+                wake = next_scan if due is None else min(next_scan, now + max(0.0, due - time.time()))
+                wait = min(wake, deadline or wake) - time.monotonic()
                 try:
                     kind, path = hints.get(timeout=max(0.01, wait))
                 except queue.Empty:
@@ -228,6 +270,8 @@ class Watcher:
                         break
                 if any(k == "inbox" for k, _ in batch):
                     self.scan_inbox()
+                if any(k == "state" for k, _ in batch):
+                    self.scan_state()
                 self.tree_writes({p for k, p in batch if k == "tree"})
         except KeyboardInterrupt:
             pass
@@ -239,4 +283,7 @@ class Watcher:
 def watch(ctx: Ctx, *, timeout: float | None, interval: float) -> dict[str, Any]:
     w = Watcher(ctx)
     w.run(timeout, interval)
-    return {"notified": w.notified, "events": w.events}
+    return {"notified": w.notified, "events": w.events,
+            "delivered": [{"event": e["event"], "id": e["id"], "subject": e["subject"]}
+                          for e in w.notifier.delivered],
+            "notify_failures": w.notifier.failures}

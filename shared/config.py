@@ -33,7 +33,17 @@ class AcceptSettings(_Section):
 
 
 class NotifySettings(_Section):
+    """Where notifications go. `command` gets each event as JSON on stdin; `urls` are
+    apprise URLs (Telegram, Slack, ntfy, e-mail...). This file is tracked: a URL names
+    its secrets as `$VAR` / `${VAR}`, expanded from the environment at send time, or the
+    URLs live in `urls_file` outside the repository (or in `$HUNKWISE_NOTIFY_URLS`)."""
+
     command: str | None = None
+    urls: list[str] = Field(default_factory=list)
+    urls_file: str | None = None
+    # The first retry of a failed delivery waits this long; each next one twice as long.
+    retry_seconds: float = Field(default=30, gt=0)
+    max_attempts: int = Field(default=8, ge=1)
 
 
 class CheckSettings(_Section):
