@@ -533,6 +533,23 @@ def watch(timeout: float | None, interval: float, as_json: bool, repo: str | Non
     emit(doc, as_json, lambda d: f"watched: {len(d['notified'])} report(s), {len(d['events'])} event(s)")
 
 
+@cli.command()
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to listen on; anything but loopback needs --token.")
+@click.option("--port", type=int, default=8765, show_default=True, help="0 picks a free port.")
+@click.option("--token", envvar="HUNKWISE_BOARD_TOKEN", default=None, metavar="T",
+              help="Access token every request must carry (env HUNKWISE_BOARD_TOKEN).")
+@click.option("--timeout", type=float, default=None, metavar="S", help="Stop after S seconds.")
+@common
+def board(host: str, port: int, token: str | None, timeout: float | None, as_json: bool,
+          repo: str | None) -> None:
+    """Serve a live page of the state; decisions can be answered from it."""
+    from hunkwise.coordinator import board as core
+
+    doc = core.serve(_ctx(repo), host=host, port=port, token=token, timeout=timeout)
+    emit(doc, as_json, lambda d: f"board stopped: served {d['requests']} request(s)")
+
+
 # ---- release freeze ----------------------------------------------------------------------
 
 @cli.command()
