@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import click
-
 from hunkwise.shared.cli import common, exit_process, run, version_option
 from hunkwise.shared.output import clip, emit, one_line, table
-
-
 
 
 def _ctx(repo: str | None):  # type: ignore[no-untyped-def]

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import click
-
 from hunkwise.shared.cli import common, exit_process, run, version_option
 from hunkwise.shared.output import emit
-
-
 
 
 def _session_opt(f: Callable[..., Any]) -> Callable[..., Any]:
