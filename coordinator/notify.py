@@ -22,7 +22,8 @@ import os
 import re
 import time
 from pathlib import Path
-from typing import Any, Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from hunkwise.shared import store
 from hunkwise.shared.context import Ctx, iso, session_role
@@ -193,13 +194,13 @@ _VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))"
 def expand(url: str, env: dict[str, str] | None = None) -> str:
     """`$VAR` and `${VAR}` from the environment; an unset one is an error (a URL with a
     hole in it would reach the wrong place or leak the rest)."""
-    env = os.environ if env is None else env
+    values: Mapping[str, str] = os.environ if env is None else env
 
     def sub(m: re.Match[str]) -> str:
         name = m.group(1) or m.group(2)
-        if name not in env:
+        if name not in values:
             raise KeyError(name)
-        return env[name]
+        return values[name]
 
     return _VAR.sub(sub, url)
 
@@ -263,7 +264,7 @@ def send_url(url: str, subject: str, body: str) -> str | None:
     ap = apprise.Apprise(asset=asset)
     if not ap.add(real):
         return "not a URL apprise knows"
-    with apprise.LogCapture(level=logging.WARNING) as log:
+    with apprise.LogCapture(level=logging.WARNING) as log:  # type: ignore[no-untyped-call]
         ok = ap.notify(title=subject, body=body or subject)
     if ok:
         return None

@@ -243,7 +243,7 @@ def brief(ctx: Ctx, *, width: int = 100, most: int = 8) -> dict[str, Any]:
 
     state = store.load(ctx.lay)
     now = time.time()
-    claims = []
+    claims: list[dict[str, Any]] = []
     for t in sorted(state.tasks.values(), key=lambda t: t.id):
         if t.claim is not None:
             age = now - t.claim.heartbeat

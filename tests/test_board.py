@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from hunkwise.shared.context import open_repo
+
 from tests.conftest import BIN, Lines, Result, age_claims, numbered, wait_until
 
 Cli = Callable[..., Result]

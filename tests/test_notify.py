@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from hunkwise.shared.context import open_repo
+
 from tests.conftest import BIN, Lines, Result, age_claims, git, numbered, wait_until, write
 
 Cli = Callable[..., Result]
