@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from hunkwise import inbox
-from hunkwise.shared import diff, git, store
+from hunkwise.shared import diff, git, recovery, store
 from hunkwise.shared.context import Ctx, get_task
 from hunkwise.shared.errors import StateRefused, UsageError
 from hunkwise.shared.diff import FileChange
@@ -111,9 +111,10 @@ def reject(ctx: Ctx, task_id: str, note: str, discard: bool) -> dict[str, Any]:
         task.state = TaskState.REJECTED
         task.notes.append(n)
         task.claim = None
+        task.saved = None  # a rejected task's work is never restored
         task.updated_at = n.at
         store.save(ctx.lay, state)
     for e in inbox.find_task_reports(ctx.lay.inbox, task_id):
         inbox.archive(e)
-    git.delete_refs(ctx.repo, f"refs/hunkwise/snapshots/{task_id}/")
+    recovery.forget(ctx.repo, task_id)
     return {"task": task.public(), "discarded": discarded}

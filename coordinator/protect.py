@@ -4,8 +4,9 @@
   branches and refs/stash by anyone but the coordinator; existing hooks are chained;
 - agent hooks (Claude Code and Codex PreToolUse) run `coord guard` (guard.py) on every shell
   command and file write of an agent, before it happens;
-- `coord restore` puts a task's reported changes back from the report's snapshot where
-  something destroyed them, touching nothing else.
+- every report, and every worker command of an in-progress task, records the task's
+  changes (shared/recovery.py); `coord status` lists what of them is gone, and
+  `coord restore` puts it back, touching nothing else.
 
 The coordinator marks its own git calls with HUNKWISE_COORDINATOR=1. That is a guard
 against accidents, not an access control: anyone can set it.
@@ -20,22 +21,14 @@ import shlex
 import shutil
 import stat
 import sys
-from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from hunkwise.shared import diff, git, store
+from hunkwise.shared import diff, git, recovery, store
 from hunkwise.shared.context import Ctx, get_task
 from hunkwise.shared.errors import StateRefused, UsageError
 from hunkwise.shared.models import TaskState, report_path
-from hunkwise.shared.tree import (
-    active_tasks,
-    entry_ids,
-    identities_of_selection,
-    select,
-    view,
-)
 from hunkwise.shared.worktree import write_entries
 
 MARK = "# installed by hunkwise (coord install-hooks)"
@@ -297,25 +290,27 @@ def uninstall_agent(ctx: Ctx, agent: str) -> str | None:
 # ---- restore -------------------------------------------------------------------------------
 
 def lost_tasks(ctx: Ctx, tasks: list[Any], tv: Any) -> list[dict[str, Any]]:
-    """Reported tasks whose reported changes are no longer all in the tree."""
-    from hunkwise import inbox
-    from hunkwise.coordinator.review import newest_report
+    """Active tasks whose recorded changes (reported or not) are partly gone from the tree.
 
+    `coord status` calls this with its tree view, so it also records the in-progress
+    tasks' unreported work where it changed (cheap when nothing did).
+    """
+    from hunkwise.shared.errors import CoordError
+
+    state = store.load(ctx.lay)
+    running = [t.id for t in tasks if t.state == TaskState.IN_PROGRESS]
+    try:
+        losses = recovery.record_wip(ctx, state, tv, running) if running else {}
+    except CoordError:
+        running, losses = [], {}  # the lock is busy: only list, record next time
     lost = []
-    reported = [t for t in tasks if t.state == TaskState.REPORTED]
-    stored = inbox.reports_by_task(ctx.lay.inbox) if reported else {}
-    for t in reported:
-        try:
-            _e, report = newest_report(ctx, t.id, stored.get(t.id, []))
-        except UsageError:
+    for t in sorted(tasks, key=lambda t: t.id):
+        if not t.active or t.saved is None:
             continue
-        claims = {(e.path, h.sha256) for e in report.changes for h in e.hunks}
-        have = {p: Counter(ids) for p, ids in
-                identities_of_selection(tv, t, select(tv, t, claims)).items()}
-        want = entry_ids(report.changes)
-        missing = sorted(p for p, ids in want.items() if ids - have.get(p, Counter()))
-        if missing:
-            lost.append({"task": t.id, "paths": missing})
+        gone = losses.get(t.id) if t.id in running else recovery.lost_of(
+            ctx.repo, t, tv.snap.tree, tv)
+        if gone is not None and gone.paths:
+            lost.append({"task": t.id, "paths": gone.paths})
     return lost
 
 
@@ -325,69 +320,71 @@ def restore(ctx: Ctx, task_id: str) -> dict[str, Any]:
 
 
 def _restore(ctx: Ctx, task_id: str) -> dict[str, Any]:
-    from hunkwise.coordinator.review import newest_report
+    """Put back what is gone of the task's recorded revision, touching nothing else.
 
+    Only the revision the state recorded for the task (its report's, or the snapshot a
+    worker command took of its unreported work) is used, never a file of the inbox; only
+    while the task is active, and only inside its grants. Each change is picked by its
+    place and its bytes, so another task's identical line is never taken for it.
+    """
     state = store.load(ctx.lay)
-    get_task(state, task_id)
+    task = get_task(state, task_id)
     if state.freeze is not None:
         raise StateRefused("coord restore changes the tree, which a release freeze forbids")
-    _e, report = newest_report(ctx, task_id)
-    if not report.snapshot or not report.base_commit:
-        raise UsageError(f"{task_id}'s report has no snapshot to restore from")
-    base, snap = report.base_commit, report.snapshot
-    for oid in (base, snap):
+    if not task.active:
+        raise StateRefused(f"{task_id} is {task.state}: its work is no longer restored; "
+                           "nothing was written")
+    saved = task.saved
+    if saved is None:
+        raise UsageError(f"{task_id} has no recorded work to restore (nothing was recorded "
+                         "since it started: no report, and no worker command saw changes)")
+    for oid in filter(None, (saved.base, saved.tree)):
         if git.run_rc(ctx.repo, "cat-file", "-e", oid)[0] != 0:
             raise UsageError(f"{task_id}'s snapshot {oid[:12]} is gone from the repository")
-    want = {e.path for e in report.changes} | {e.old_path for e in report.changes if e.old_path}
-    reported = {c.path: c for c in diff.diff_trees(ctx.repo, base, snap) if c.path in want}
-    now = view(ctx.repo, active_tasks(state))
-    current = {c.path: c for c in diff.diff_trees(ctx.repo, base, now.snap.tree, sorted(reported))}
-    rep_hunks = {e.path: {h.sha256 for h in e.hunks} for e in report.changes}
+    recorded = recovery.saved_changes(ctx.repo, saved)
+    outside = sorted(report_path(p) for p in recorded if not recovery.covered(task, p))
+    if outside:
+        raise StateRefused(f"cannot restore {task_id}: {', '.join(outside[:5])} lies outside "
+                           "its grants; nothing was written")
+    snap = diff.snapshot(ctx.repo)
+    base = saved.base or git.empty_tree(ctx.repo)
+    current = {c.path: c for c in diff.diff_trees(ctx.repo, base, snap.tree, sorted(recorded))} \
+        if recorded else {}
+    gone = recovery.loss(ctx.repo, saved, {report_path(p): c for p, c in current.items()},
+                         recorded, full=True)
     entries: dict[str, tuple[str, str] | None] = {}
     expect: dict[str, str | None] = {}
-    problems: list[str] = []
+    problems: list[str] = list(gone.changed)
+    for path in gone.whole:
+        rc = recorded[path]
+        entries[path] = None if rc.status == "D" else (rc.new_mode, rc.new_oid)
+        expect[path] = None if rc.status == "A" else rc.old_oid  # back to the commit's
     contents: list[bytes] = []
     spliced: list[tuple[str, str]] = []
-    for path, rc in sorted(reported.items()):
-        cur = current.get(path)
-        cur_entry = None if cur is None else (None if cur.status == "D" else (cur.new_mode, cur.new_oid))
-        base_entry = None if rc.status == "A" else (rc.old_mode, rc.old_oid)
-        snap_entry = None if rc.status == "D" else (rc.new_mode, rc.new_oid)
-        now_entry = base_entry if cur is None else cur_entry
-        if now_entry == snap_entry:
-            continue  # nothing of this path was lost
-        if rc.splittable and rc.hunks and (cur is None or cur.splittable):
-            mine = [h for h in rc.hunks if h.sha256 in rep_hunks.get(report_path(path), set())]
-            have = {h.sha256 for h in (cur.hunks if cur else [])}
-            missing = [h for h in mine if h.sha256 not in have]
-            if not missing:
-                continue
-            through = cur.hunks if cur else []
-            moved, clashes = diff.carry(missing, through)
-            for h in clashes:
-                problems.append(f"{path}: lines {h.old_start}-{h.old_end} were changed by someone else since")
-            if clashes:
-                continue
-            base_blob_oid = cur.new_oid if cur else rc.old_oid
-            blob = git.cat_blobs(ctx.repo, [base_blob_oid])[base_blob_oid]
-            try:
-                contents.append(diff.splice(blob, moved))
-            except ValueError:
-                problems.append(f"{path}: the lines around the task's changes moved in a way "
-                                "that cannot be followed")
-                continue
-            spliced.append((path, rc.new_mode))
-            expect[path] = None if now_entry is None else now_entry[1]
-        elif now_entry == base_entry:
-            entries[path] = snap_entry
-            expect[path] = None if now_entry is None else now_entry[1]
-        else:
-            problems.append(f"{path}: changed by someone else since the report (whole file)")
+    for path, hunks in sorted(gone.hunks.items()):
+        rc, cur = recorded[path], current.get(path)
+        moved, clashes = diff.carry(hunks, cur.hunks if cur else [])
+        for h in clashes:
+            problems.append(f"{report_path(path)}: lines {h.old_start}-{h.old_end} were changed "
+                            "by someone else since")
+        if clashes:
+            continue
+        now_oid = cur.new_oid if cur else rc.old_oid
+        blob = git.cat_blobs(ctx.repo, [now_oid])[now_oid]
+        try:
+            contents.append(diff.splice(blob, moved))
+        except ValueError:
+            problems.append(f"{report_path(path)}: the lines around the task's changes moved "
+                            "in a way that cannot be followed")
+            continue
+        spliced.append((path, rc.new_mode))
+        expect[path] = now_oid
     if problems:
-        raise StateRefused(f"cannot restore {task_id}: " + "; ".join(problems[:10]))
+        raise StateRefused(f"cannot restore {task_id}: " + "; ".join(problems[:10])
+                           + "; nothing was written")
     for (path, mode), oid in zip(spliced, git.hash_blobs(ctx.repo, contents), strict=True):
         entries[path] = (mode, oid)
     if entries:
         write_entries(ctx.repo, entries, expect=expect)
-    return {"task": task_id, "restored": sorted(entries), "revision": report.revision}
-
+    return {"task": task_id, "restored": sorted(report_path(p) for p in entries),
+            "revision": saved.revision, "kind": saved.kind}

@@ -134,6 +134,26 @@ class Note(Strict):
     text: str = Field(max_length=MAX_TEXT)
 
 
+class Saved(Strict):
+    """A revision of a task's work the state recorded: its report's snapshot, or one taken
+    by a worker command while the work was unreported (`wip`). `coord restore` uses this
+    and nothing else, so a report dropped into the inbox by hand cannot steer it.
+
+    `hunks` holds, per path (as reports write it), each change as git prints it between
+    `base` and `tree`: (old_start, old_lines, sha256 of its bytes), so that a restore picks
+    it by place as well as by content; `whole` the paths changed as a whole.
+    """
+
+    kind: Literal["report", "wip"]
+    revision: int = Field(ge=1)
+    tree: str = Field(max_length=64)
+    base: str | None = Field(max_length=64)
+    at: float
+    ref: str = Field(max_length=512)
+    hunks: dict[str, list[tuple[int, int, str]]] = Field(default_factory=dict)
+    whole: dict[str, str] = Field(default_factory=dict)
+
+
 class Task(Strict):
     id: str
     title: str = Field(max_length=MAX_TEXT)
@@ -160,6 +180,10 @@ class Task(Strict):
     inherited: dict[str, list[str]] = Field(default_factory=dict)
     # What its newest report claimed (path -> identities).
     claimed: dict[str, list[str]] = Field(default_factory=dict)
+    # The newest revision of its work the state recorded (see Saved), and the counter of
+    # its unreported snapshots.
+    saved: Saved | None = None
+    wip_seq: int = 0
 
     @property
     def active(self) -> bool:

@@ -1,13 +1,48 @@
-"""Writing chosen entries back into the shared working tree, through git's filters."""
+"""Writing chosen entries back into the shared working tree: compare-and-swap per file.
+
+Workers edit the tree while the coordinator restores, discards or reverts, so every write
+replaces a file only if it still holds what was read: check, write a temp file beside it,
+check again, rename over it, and check that nobody wrote into the old file in between
+(a hard link keeps it at hand to put back). When any file moved, nothing is left written
+and the command is refused with "changed while this ran, retry" (exit 3). Contents go
+through git's smudge filters (`cat-file --filters`), as a checkout would write them.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
-import tempfile
+import secrets
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from . import git
+from .errors import StateRefused
+
+Key = tuple[int, int, int, int] | None  # (inode, mode, size, mtime_ns); None: absent
+
+
+def _key(full: Path) -> Key:
+    try:
+        st = os.lstat(full)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return st.st_ino, st.st_mode, st.st_size, st.st_mtime_ns
+
+
+def _hash_one(repo: Path, path: str, write: bool) -> str | None:
+    full = repo / path
+    if full.is_symlink():
+        data = os.fsencode(os.readlink(full))
+        return git.run(repo, "hash-object", *(["-w"] if write else []), "--stdin",
+                       input=data).decode().strip()
+    if not full.is_file():
+        return None
+    # --path applies the path's clean filters to bytes read here: a path holding a
+    # newline cannot be given to --stdin-paths.
+    return git.run(repo, "hash-object", *(["-w"] if write else []), "--stdin",
+                   "--path", path, input=full.read_bytes()).decode().strip()
 
 
 def current_oids(repo: Path, paths: list[str], write: bool = False) -> dict[str, str | None]:
@@ -16,55 +51,183 @@ def current_oids(repo: Path, paths: list[str], write: bool = False) -> dict[str,
     `write` also stores the blobs, for callers that read them back.
     """
     result: dict[str, str | None] = {}
-    existing = []
+    batch = []
     for p in paths:
         full = repo / p
-        if full.is_symlink():
-            result[p] = git.run(repo, "hash-object", *(["-w"] if write else []), "--stdin",
-                                input=os.fsencode(os.readlink(full))).decode().strip()
-        elif full.is_file():
-            existing.append(p)
+        if "\n" in p or full.is_symlink() or not full.is_file():
+            result[p] = _hash_one(repo, p, write)
         else:
-            result[p] = None
-    if existing:
+            batch.append(p)
+    if batch:
         out = git.run(repo, "hash-object", *(["-w"] if write else []), "--stdin-paths",
-                      input=("\n".join(existing) + "\n").encode())
-        result.update(zip(existing, out.decode().split(), strict=True))
+                      input=b"".join(os.fsencode(p) + b"\n" for p in batch))
+        result.update(zip(batch, out.decode().split(), strict=True))
     return result
+
+
+def _changed(path: str) -> StateRefused:
+    return StateRefused(f"{path} changed while this ran; nothing was written, retry")
+
+
+def read_keys(repo: Path, expect: Mapping[str, str | None]) -> dict[str, Key]:
+    """Check that each path holds `expect` (oid, None: absent) and return its stat key.
+
+    The key is taken before and after hashing and must not move: it then stands for the
+    content that was hashed, and later checks are a cheap `lstat`.
+    """
+    paths = list(expect)
+    before = {p: _key(repo / p) for p in paths}
+    now = current_oids(repo, paths)
+    after = {p: _key(repo / p) for p in paths}
+    for p in paths:
+        if before[p] != after[p] or now.get(p) != expect[p]:
+            raise _changed(p)
+    return after
+
+
+def _contents(repo: Path, entries: Mapping[str, tuple[str, str]]) -> dict[str, bytes]:
+    """What a checkout writes for each entry: smudged file bytes, or a symlink's target."""
+    links = [oid for mode, oid in entries.values() if mode == "120000"]
+    raw = git.cat_blobs(repo, links) if links else {}
+    out: dict[str, bytes] = {}
+    for path, (mode, oid) in entries.items():
+        if mode == "120000":
+            out[path] = raw[oid]
+        elif mode in ("100644", "100755"):
+            out[path] = git.run(repo, "cat-file", "--filters", f"--path={path}", oid)
+        else:
+            raise StateRefused(f"{path}: cannot write an entry of mode {mode} into the tree")
+    return out
+
+
+@dataclass
+class _Done:
+    path: str
+    full: Path
+    bak: Path | None  # the file it replaced, kept by a hard link until the end
+    key: Key  # what it holds now: ours
 
 
 def write_entries(repo: Path, entries: Mapping[str, tuple[str, str] | None],
                   expect: Mapping[str, str | None] | None = None) -> None:
     """Set each path of the working tree to a blob (mode, oid), or remove it (None).
 
-    Goes through a throwaway index and `checkout-index`, so smudge filters, line endings,
-    symlinks and the executable bit come out as git would write them. Touches nothing else.
+    `expect` gives what each path held when the caller read it (oid through clean filters,
+    None for absent); a path it leaves out is read now. Touches nothing else; writes all
+    of it or nothing.
     """
-    from .errors import StateRefused
-
-    if expect is not None:
-        now = current_oids(repo, list(expect))
-        moved = [p for p, oid in expect.items() if now.get(p) != oid]
-        if moved:
-            raise StateRefused(f"{moved[0]} changed while this ran; nothing was written, try again")
+    want = dict(expect or {})
+    missing = [p for p in entries if p not in want]
+    if missing:
+        want.update(current_oids(repo, missing))
+    want = {p: want[p] for p in entries}
+    keys = read_keys(repo, want)
+    for p, k in keys.items():
+        if k is not None and (k[1] & 0o170000) == 0o040000:
+            raise StateRefused(f"{p} is a directory in the working tree; nothing was written")
     present = {p: e for p, e in entries.items() if e is not None}
-    for path, e in entries.items():
-        if e is None:
+    data = _contents(repo, present)
+    token = secrets.token_hex(6)
+    made_dirs: list[Path] = []
+    temps: dict[str, Path] = {}
+    done: list[_Done] = []
+    umask = os.umask(0)
+    os.umask(umask)
+    try:
+        for path, (mode, _oid) in present.items():
             full = repo / path
-            if full.is_symlink() or full.exists():
-                os.unlink(full)
-            _prune_empty_dirs(repo, full.parent)
-    if not present:
-        return
-    with tempfile.TemporaryDirectory(prefix="hunkwise-idx-", dir=git.git_dir(repo)) as tmp:
-        env = {"GIT_INDEX_FILE": os.path.join(tmp, "index")}
-        git.run(repo, "update-index", "-z", "--index-info", input=git.index_info(present), env=env)
-        for path in present:
-            full = repo / path
-            if full.is_symlink() or (full.exists() and not full.is_dir()):
-                os.unlink(full)
-        git.run(repo, "checkout-index", "-f", "-z", "--stdin", env=env,
-                input=b"".join(os.fsencode(p) + b"\0" for p in present))
+            _make_dirs(repo, full.parent, made_dirs)
+            tmp = full.parent / f".hunkwise-{token}.{len(temps)}.tmp"
+            if mode == "120000":
+                os.symlink(os.fsdecode(data[path]), tmp)
+            else:
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL,
+                             (0o777 if mode == "100755" else 0o666) & ~umask)
+                with os.fdopen(fd, "wb") as f:
+                    f.write(data[path])
+                    f.flush()
+                    os.fsync(f.fileno())
+            temps[path] = tmp
+        for i, path in enumerate(entries):
+            done.append(_swap(repo, path, keys[path], temps.get(path), f"{token}.{i}"))
+    except BaseException:
+        _roll_back(done)
+        for tmp in temps.values():
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+        for d in reversed(made_dirs):
+            with contextlib.suppress(OSError):
+                d.rmdir()
+        raise
+    for d_ in done:
+        if d_.bak is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(d_.bak)
+        if d_.key is None:
+            _prune_empty_dirs(repo, d_.full.parent)
+
+
+def _swap(repo: Path, path: str, key: Key, tmp: Path | None, token: str) -> _Done:
+    """Replace (or remove) one file if it still holds what was read."""
+    full = repo / path
+    bak = None
+    if key is None and tmp is None:
+        if _key(full) is not None:
+            raise _changed(path)
+        return _Done(path, full, None, None)  # to remove, and absent already
+    if key is not None:
+        bak = full.parent / f".hunkwise-{token}.bak"
+        os.link(full, bak, follow_symlinks=False)
+        if _key(full) != key:
+            os.unlink(bak)
+            raise _changed(path)
+    elif _key(full) is not None:
+        raise _changed(path)
+    if tmp is not None:
+        if key is None:
+            # link() never replaces: a file created since the check makes it fail.
+            try:
+                os.link(tmp, full, follow_symlinks=False)
+            except FileExistsError:
+                raise _changed(path) from None
+            os.unlink(tmp)
+        else:
+            os.rename(tmp, full)
+        new_key = _key(full)
+    else:
+        os.unlink(full)
+        new_key = None
+    done = _Done(path, full, bak, new_key)
+    # A write into the old file after the check above landed in the file we just
+    # replaced: put it back (and undo the rest) rather than lose that write.
+    if bak is not None and _key(bak) != key:
+        _roll_back([done])
+        raise _changed(path)
+    return done
+
+
+def _roll_back(done: list[_Done]) -> None:
+    for d in reversed(done):
+        if _key(d.full) != d.key:
+            continue  # written again since: leave what is there
+        with contextlib.suppress(FileNotFoundError):
+            if d.bak is not None:
+                os.rename(d.bak, d.full)
+            elif d.key is not None:
+                os.unlink(d.full)
+        d.bak = None
+
+
+def _make_dirs(repo: Path, d: Path, made: list[Path]) -> None:
+    todo = []
+    while not d.is_dir():
+        if d.exists() or d.is_symlink():
+            raise StateRefused(f"{d.relative_to(repo)} is not a directory; nothing was written")
+        todo.append(d)
+        d = d.parent
+    for x in reversed(todo):
+        x.mkdir()
+        made.append(x)
 
 
 def _prune_empty_dirs(repo: Path, d: Path) -> None:

@@ -12,7 +12,7 @@ from collections import Counter
 from typing import Any
 
 from hunkwise import inbox
-from hunkwise.shared import git, store
+from hunkwise.shared import git, recovery, store
 from hunkwise.shared.checks import failure_text, run_checks
 from hunkwise.shared.context import (
     Ctx,
@@ -142,8 +142,26 @@ def start(ctx: Ctx, task_id: str, *, session: str | None, role: str) -> dict[str
         sigs = [sig.public() for sig in pending_for(state, sess)]
         brief = task.public()
     notes = [n.model_dump() for n in task.notes]
+    # Record the work in the tree, or say that what was recorded is gone.
+    lost = record(ctx, [task_id]).get(task_id)
+    if lost is not None:
+        notes.insert(0, {"at": store.now(), "by": "hunkwise", "kind": "lost",
+                         "text": recovery.lost_message(task_id, lost)})
     return {"checkpoint": shown.model_dump() if shown else None, "task": brief, "session": sess,
-            "signals": sigs, "expect": task.expect, "notes": notes}
+            "signals": sigs, "expect": task.expect, "notes": notes,
+            "lost": {"paths": lost.paths, "restore": f"coord restore {task_id}"} if lost else None}
+
+
+def record(ctx: Ctx, task_ids: list[str]) -> dict[str, recovery.Loss]:
+    """Record the tasks' unreported work (see shared/recovery.py); the tasks whose recorded
+    work is gone. Never fails the command: a tree changing under the snapshot, a busy
+    lock, only skip this once (the next command records)."""
+    from hunkwise.shared.errors import CoordError
+
+    try:
+        return recovery.record_now(ctx, task_ids)
+    except CoordError:
+        return {}
 
 
 def _baseline(ctx: Ctx, state: Any, task: Task) -> dict[str, list[str]]:
@@ -231,6 +249,9 @@ def _report(ctx: Ctx, task_id: str, *, status: str, session: str | None, summary
                                "over meanwhile); nothing was delivered")
         now = store.now()
         task.revision += 1
+        # The revision is handed out before the report exists: a crash after the delivery
+        # can never give two reports one revision.
+        store.save(ctx.lay, state)
         report = Report(
             schema_version=1, task_id=task_id, status=status,
             session=sess, created_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds"),
@@ -243,6 +264,9 @@ def _report(ctx: Ctx, task_id: str, *, status: str, session: str | None, summary
         git.run(ctx.repo, "update-ref", f"refs/hunkwise/snapshots/{task_id}/r{task.revision}",
                 tv.snap.tree)
         path = inbox.deliver(ctx.lay.inbox, report.model_dump_json().encode(), task_id, task.revision)
+        recovery.kill_point("worker-delivered")
+        task.saved = recovery.saved_of(tv, sel, kind="report", revision=task.revision,
+                                       ref=f"{recovery.SNAPSHOT_REFS}/{task_id}/r{task.revision}")
         task.state = TaskState.REPORTED
         task.last_report = path.name
         task.claimed = identities_of_selection(tv, task, sel)
@@ -257,6 +281,7 @@ def _report(ctx: Ctx, task_id: str, *, status: str, session: str | None, summary
         if task.claim:
             task.claim = task.claim.model_copy(update={"heartbeat": now})
         store.save(ctx.lay, state)
+    git.delete_refs(ctx.repo, f"{recovery.WIP_REFS}/{task_id}/")
     return {"task": task.public(), "report": {"id": report.report_id, "revision": report.revision,
             "status": status, "file": str(path), "changes": len(entries),
             "hunks": sum(len(e.hunks) for e in entries),

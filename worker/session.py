@@ -8,7 +8,7 @@ import secrets
 from typing import Any
 
 from hunkwise import inbox
-from hunkwise.shared import git, store
+from hunkwise.shared import git, recovery, store
 from hunkwise.shared.context import (
     Ctx,
     check_session,
@@ -69,7 +69,20 @@ def heartbeat(ctx: Ctx, task_id: str, *, session: str | None) -> dict[str, Any]:
         assert task.claim is not None
         task.claim = task.claim.model_copy(update={"heartbeat": now})
         state.sessions[s] = now
-    return {"task": task_id, "session": s, "heartbeat": iso(now), "ttl_s": task.claim.ttl}
+    return {"task": task_id, "session": s, "heartbeat": iso(now), "ttl_s": task.claim.ttl,
+            **_recorded(ctx, [task_id])}
+
+
+def _recorded(ctx: Ctx, task_ids: list[str]) -> dict[str, Any]:
+    """Every worker command records its tasks' unreported work (shared/recovery.py); the
+    tasks whose recorded work is gone are named with the way back."""
+    from hunkwise.worker.lifecycle import record
+
+    losses = record(ctx, task_ids)
+    if not losses:
+        return {}
+    return {"lost": [{"task": t, "paths": v.paths, "restore": f"coord restore {t}"}
+                     for t, v in sorted(losses.items())]}
 
 
 def task_files(ctx: Ctx, state: State, task_id: str) -> list[str]:
@@ -112,13 +125,14 @@ def checkpoint(ctx: Ctx, task_id: str, *, session: str | None, next_step: str,
         sig = send(state, sender=s, to=s, kind=SignalType.CHECKPOINT, about=task_id, payload=next_step)
         if task.claim:
             task.claim = task.claim.model_copy(update={"heartbeat": cp.at})
-    return {"checkpoint": cp.model_dump(), "signal": sig.public()}
+    return {"checkpoint": cp.model_dump(), "signal": sig.public(), **_recorded(ctx, [task_id])}
 
 
 def handoff(ctx: Ctx, task_id: str, *, session: str | None, to: str, next_step: str,
             context: str) -> dict[str, Any]:
     check_target(to)
     s, files, commits = _where_it_stands(ctx, task_id, session, next_step)
+    lost = _recorded(ctx, [task_id])  # while still in progress: the handoff releases it
     with store.transaction(ctx.lay) as state:
         task = get_task(state, task_id)
         refuse_if_frozen(state, f"worker handoff {task_id}")
@@ -133,7 +147,7 @@ def handoff(ctx: Ctx, task_id: str, *, session: str | None, to: str, next_step: 
         task.claim = None
         task.reserved_for = to
         task.updated_at = now
-    return {"handoff": cp.model_dump(), "signal": sig.public(), "task": task.public()}
+    return {"handoff": cp.model_dump(), "signal": sig.public(), "task": task.public(), **lost}
 
 
 def signal(ctx: Ctx, *, session: str | None, to: str, kind: str, about: str,
@@ -144,7 +158,8 @@ def signal(ctx: Ctx, *, session: str | None, to: str, kind: str, about: str,
         refuse_if_frozen(state, "worker signal")
         touch(state, s)
         sig = send(state, sender=s, to=to, kind=t, about=about, payload=payload)
-    return {"signal": sig.public()}
+        held = recovery.held_by(state, s)
+    return {"signal": sig.public(), **_recorded(ctx, held)}
 
 
 def signals(ctx: Ctx, *, session: str | None, do_ack: bool) -> dict[str, Any]:
@@ -157,7 +172,8 @@ def signals(ctx: Ctx, *, session: str | None, do_ack: bool) -> dict[str, Any]:
             for sig in mine:
                 ack(sig, s)
             touch(state, s)
-    return {"session": s, "signals": out, "acked": do_ack}
+        held = recovery.held_by(state, s)
+    return {"session": s, "signals": out, "acked": do_ack, **_recorded(ctx, held)}
 
 
 def review(ctx: Ctx, task_id: str, *, session: str | None, verdict: str, notes: str) -> dict[str, Any]:
@@ -209,4 +225,5 @@ def ask(ctx: Ctx, task_id: str, *, session: str | None, question: str, kind: str
         state.decisions.append(dec)
         send(state, sender=s, to="supervisor@*", kind=SignalType.DECISION, about=dec.id,
              payload=question)
-    return {"decision": dec.model_dump()}
+        held = recovery.held_by(state, s)
+    return {"decision": dec.model_dump(), **_recorded(ctx, held)}
