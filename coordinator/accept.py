@@ -12,22 +12,28 @@ wrong line and still exit 0.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import re
+import shutil
+import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from hunkwise import inbox
 from hunkwise.coordinator.review import newest_report, validate
-from hunkwise.shared import diff, git, store
+from hunkwise.shared import diff, git, recovery, store
 from hunkwise.shared.checks import failure_text, run_checks
 from hunkwise.shared.context import Ctx, get_task, iso
 from hunkwise.shared.diff import FileChange
 from hunkwise.shared.errors import CheckFailed, StateRefused
 from hunkwise.shared.models import Report, Task, TaskState
+from hunkwise.shared.recovery import kill_point
 from hunkwise.shared.tree import TreeView, active_tasks, sync_ranges, view
-from hunkwise.shared.workspace import clean_checkout
 
 MAX_ATTEMPTS = 5
 _TRAILER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*: \S")
@@ -113,7 +119,7 @@ def reset_index_paths(ctx: Ctx, entries: dict[str, tuple[str, str] | None]) -> s
     """
     wait = float(os.environ.get("COORD_INDEX_LOCK_WAIT", "10"))
     deadline = time.monotonic() + wait
-    info = git.index_info(entries)
+    info = git.index_info(entries, ctx.repo)
     while True:
         rc, _ = git.run_rc(ctx.repo, "update-index", "-z", "--index-info", input=info)
         if rc == 0:
@@ -125,9 +131,130 @@ def reset_index_paths(ctx: Ctx, entries: dict[str, tuple[str, str] | None]) -> s
         time.sleep(0.05)
 
 
+# ---- the accept journal: a crash at any point is repaired by the next command ----------------
+# Written before HEAD moves, removed when everything after it is done. If it is still
+# there, HEAD tells whether the commit landed: then the task is marked accepted and the
+# committed paths of the index reset; either way its temporary checkout goes.
+
+def _journal(ctx: Ctx) -> Path:
+    return ctx.lay.root / "accept.json"
+
+
+def _write_journal(ctx: Ctx, doc: dict[str, Any]) -> None:
+    store.ensure(ctx.lay)
+    store.atomic_write(_journal(ctx), json.dumps(doc).encode())
+
+
+def repair(ctx: Ctx) -> dict[str, Any] | None:
+    """Finish or undo what a crashed `coord accept` left; None when nothing was left.
+
+    Skipped while an accept runs (it holds the commit lock, and repairs first itself).
+    """
+    if not _journal(ctx).exists():
+        return None
+    try:
+        with store.locked(ctx.lay, timeout=0, name="commit"):
+            return settle_journal(ctx)
+    except StateRefused:
+        return None
+
+
+def settle_journal(ctx: Ctx) -> dict[str, Any] | None:
+    path = _journal(ctx)
+    try:
+        doc = store.strict_json_loads(path.read_bytes())
+        task_id, commit, paths = str(doc["task"]), str(doc["commit"]), list(doc["paths"])
+    except FileNotFoundError:
+        return None
+    except (ValueError, KeyError, TypeError):
+        path.unlink()  # torn before its rename cannot be: atomic_write; unreadable: drop it
+        return None
+    head = git.head(ctx.repo)
+    landed = head is not None and (head == commit or git.run_rc(
+        ctx.repo, "merge-base", "--is-ancestor", commit, head)[0] == 0)
+    if landed:
+        with store.locked(ctx.lay):
+            state = store.load(ctx.lay)
+            task = state.tasks.get(task_id)
+            if task is not None and task.state != TaskState.ACCEPTED:
+                _mark_accepted(ctx, state, task_id, commit)
+                store.save(ctx.lay, state)
+        assert head is not None
+        reset_index_paths(ctx, _entries_at(ctx, head, paths))
+        _finish(ctx, task_id)
+    if doc.get("recheck"):
+        _drop_checkout(ctx, Path(doc["recheck"]))
+    path.unlink()
+    return {"task": task_id, "commit": commit, "landed": landed}
+
+
+def _entries_at(ctx: Ctx, rev: str, paths: list[str]) -> dict[str, tuple[str, str] | None]:
+    """{path: (mode, oid) in REV, or None when absent} for exactly these paths."""
+    out: dict[str, tuple[str, str] | None] = dict.fromkeys(paths)
+    if not paths:
+        return out
+    raw = git.run(ctx.repo, "ls-tree", "-r", "-z", "--full-tree", rev, "--", *paths,
+                  env={"GIT_LITERAL_PATHSPECS": "1"})
+    for rec in raw.split(b"\0"):
+        if not rec:
+            continue
+        meta, _, name = rec.partition(b"\t")
+        mode, _kind, oid = meta.decode().split(" ")
+        p = os.fsdecode(name)
+        if p in out:
+            out[p] = (mode, oid)
+    return out
+
+
+def _mark_accepted(ctx: Ctx, state: Any, task_id: str, commit: str) -> None:
+    task = state.tasks[task_id]
+    task.state = TaskState.ACCEPTED
+    task.commit = commit
+    task.claim = None
+    task.saved = None
+    task.updated_at = store.now()
+    sync_ranges(ctx.repo, state)
+
+
+def _finish(ctx: Ctx, task_id: str) -> None:
+    recovery.forget(ctx.repo, task_id)
+    for e in inbox.find_task_reports(ctx.lay.inbox, task_id):
+        inbox.archive(e)
+
+
+@contextlib.contextmanager
+def _recheck_checkout(ctx: Ctx, commit: str, journal: dict[str, Any]) -> Iterator[Path]:
+    """A detached worktree of `commit`, named in the journal before it exists."""
+    scratch = ctx.lay.root / "scratch"
+    scratch.mkdir(parents=True, exist_ok=True)
+    parent = Path(tempfile.mkdtemp(prefix="recheck-", dir=scratch))
+    journal["recheck"] = str(parent)
+    _write_journal(ctx, journal)
+    try:
+        git.run(ctx.repo, "worktree", "add", "--detach", "--force", "-q", str(parent / "tree"),
+                commit, env={"HUNKWISE_COORDINATOR": "1"})
+        yield parent / "tree"
+    finally:
+        _drop_checkout(ctx, parent)
+        journal["recheck"] = None
+        _write_journal(ctx, journal)
+
+
+def _drop_checkout(ctx: Ctx, parent: Path) -> None:
+    git.run_rc(ctx.repo, "worktree", "remove", "--force", str(parent / "tree"))
+    shutil.rmtree(parent, ignore_errors=True)
+    git.run_rc(ctx.repo, "worktree", "prune")
+
+
 def accept(ctx: Ctx, task_id: str, *, message: str | None, recheck: bool | None) -> dict[str, Any]:
     with store.locked(ctx.lay, timeout=COMMIT_LOCK_WAIT_S, name="commit"):
-        return _accept(ctx, task_id, message=message, recheck=recheck)
+        settle_journal(ctx)
+        try:
+            return _accept(ctx, task_id, message=message, recheck=recheck)
+        finally:
+            # Still there after an error: settle it now (a crash leaves it for the next
+            # command instead).
+            settle_journal(ctx)
 
 
 def _accept(ctx: Ctx, task_id: str, *, message: str | None, recheck: bool | None) -> dict[str, Any]:
@@ -148,7 +275,7 @@ def _accept(ctx: Ctx, task_id: str, *, message: str | None, recheck: bool | None
                 raise StateRefused(f"{task_id} is {task.state}; only reported tasks can be accepted")
             if sync_ranges(ctx.repo, state):
                 store.save(ctx.lay, state)
-        entry, report = newest_report(ctx, task_id)
+        entry, report = newest_report(ctx, task_id, task=task)
         tv = view(ctx.repo, active_tasks(state))
         verdict = validate(ctx, state, task, report, tv)
         findings = verdict.findings
@@ -169,8 +296,15 @@ def _accept(ctx: Ctx, task_id: str, *, message: str | None, recheck: bool | None
         parents = ("-p", head) if head else ()
         commit = git.run(ctx.repo, "commit-tree", plan.tree, *parents,
                          input=commit_message(task, report, message)).decode().strip()
+        kill_point("accept-planned")
+        journal: dict[str, Any] = {"task": task_id, "commit": commit, "head": head,
+                                   "revision": report.revision, "paths": plan.paths,
+                                   "recheck": None, "started": store.now()}
+        _write_journal(ctx, journal)
+        kill_point("accept-journal")
         if do_recheck and task.checks:
-            with clean_checkout(ctx.repo, commit) as where:
+            with _recheck_checkout(ctx, commit, journal) as where:
+                kill_point("accept-recheck")
                 results = run_checks(where, task.checks, ctx.config.checks.timeout_seconds)
             bad = [r for r in results if not r.passed]
             if bad:
@@ -194,17 +328,15 @@ def _accept(ctx: Ctx, task_id: str, *, message: str | None, recheck: bool | None
                     raise StateRefused(f"git refused to move HEAD for {task_id} (a "
                                        "reference-transaction hook?); nothing committed")
                 continue  # HEAD moved since the snapshot: start over
-            task = state.tasks[task_id]
-            task.state = TaskState.ACCEPTED
-            task.commit = commit
-            task.claim = None
-            task.updated_at = store.now()
-            sync_ranges(ctx.repo, state)
+            kill_point("accept-head-moved")
+            _mark_accepted(ctx, state, task_id, commit)
             store.save(ctx.lay, state)
+        kill_point("accept-state-saved")
         warning = reset_index_paths(ctx, plan.entries)
-        git.delete_refs(ctx.repo, f"refs/hunkwise/snapshots/{task_id}/")
-        for e in inbox.find_task_reports(ctx.lay.inbox, task_id):
-            inbox.archive(e)
+        kill_point("accept-index-reset")
+        _finish(ctx, task_id)
+        kill_point("accept-finished")
+        _journal(ctx).unlink()
         notes = [f"{w.code}: {w.path + ': ' if w.path else ''}{w.detail}" for w in verdict.warnings]
         doc: dict[str, Any] = {"commit": commit, "task": task_id, "paths": plan.paths,
                                "revision": report.revision,

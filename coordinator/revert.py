@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hunkwise.coordinator.accept import reset_index_paths
+from hunkwise.coordinator.accept import reset_index_paths, settle_journal
 from hunkwise.shared import diff, git, store
 from hunkwise.shared.context import Ctx, get_task
 from hunkwise.shared.errors import StateRefused, UsageError
@@ -15,6 +15,7 @@ from hunkwise.shared.worktree import current_oids, write_entries
 
 def revert(ctx: Ctx, task_id: str) -> dict[str, Any]:
     with store.locked(ctx.lay, name="commit"):
+        settle_journal(ctx)  # a crashed accept first: its task may be the one reverted
         return _revert(ctx, task_id)
 
 

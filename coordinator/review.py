@@ -200,22 +200,79 @@ def _quarantine_odd(paths: list[Path]) -> None:
             inbox.quarantine(p, f"{p.name}: not a report file name")
 
 
+def _limit(task: Task) -> int:
+    """The newest revision the state handed out for the task (a review verdict shares the
+    work's revision, 1 before any work report)."""
+    return max(task.revision, 1)
+
+
+def _forged(state: State, e: inbox.Entry, report: Report | None = None) -> str | None:
+    """Why an entry is no report the state handed out (None: it may be).
+
+    Revisions come from the state, under its lock, before the report is written: a higher
+    one was never handed out (a hand-dropped `r99 failed` must not supersede every genuine
+    report after it). Once the state recorded a delivery, another file of that revision
+    is not it.
+    """
+    task = state.tasks.get(e.task_id)
+    if task is None:
+        return None  # unknown task: quarantined once read, with its own reason
+    if e.revision > _limit(task):
+        return (f"{e.name}: revision {e.revision} was never handed out for {e.task_id} "
+                f"(the state is at revision {task.revision})")
+    if report is not None and report.kind == "task" and task.last_report \
+            and e.revision == task.revision and e.name != task.last_report \
+            and task.state != TaskState.IN_PROGRESS:
+        return f"{e.name}: the state recorded {task.last_report} as revision {e.revision}"
+    return None
+
+
 def _superseded(state: State, e: inbox.Entry, queue: list[inbox.Entry]) -> bool:
     """Is a newer revision of the same task known: delivered (state) or readable in the queue?
 
     The revision in a file name is only a hint: a newer-looking name supersedes `e` only
-    once its content reads as a valid report; garbage is quarantined on the way.
+    once its content reads as a valid report of a revision the state handed out; garbage
+    and forgeries are quarantined on the way.
     """
     task = state.tasks.get(e.task_id)
-    if task is not None and e.revision < max(task.revision, task.served_revision):
+    if task is not None and e.revision < task.revision:
         return True
     newer = sorted((o for o in queue if o.task_id == e.task_id and o.revision > e.revision),
                    key=lambda o: o.revision, reverse=True)
-    return any(_read_or_quarantine(o) is not None for o in newer)
+    for o in newer:
+        why = _forged(state, o)
+        if why:
+            inbox.quarantine(o.path, why)
+            continue
+        report = _read_or_quarantine(o)
+        if report is None:
+            continue
+        why = _forged(state, o, report)
+        if why:
+            inbox.quarantine(o.path, why)
+            continue
+        return True
+    return False
+
+
+def _admit(state: State, e: inbox.Entry) -> Report | None:
+    """Read an entry that is neither forged nor superseded; quarantine what is bad."""
+    why = _forged(state, e)
+    if why:
+        inbox.quarantine(e.path, why)
+        return None
+    report = _read_or_quarantine(e)
+    if report is None:
+        return None
+    why = _forged(state, e, report)
+    if why:
+        inbox.quarantine(e.path, why)
+        return None
+    return report
 
 
 def pending(ctx: Ctx) -> list[tuple[inbox.Entry, Report]]:
-    """Pending reports, oldest first; superseded and unreadable ones are moved aside."""
+    """Pending reports, oldest first; superseded, unreadable and forged ones are moved aside."""
     state = store.load(ctx.lay)
     entries, odd = inbox.entries(ctx.lay.inbox, "new")
     _quarantine_odd(odd)
@@ -223,10 +280,13 @@ def pending(ctx: Ctx) -> list[tuple[inbox.Entry, Report]]:
     for e in entries:
         if not e.path.exists():
             continue  # quarantined while checking another entry
+        if _forged(state, e):
+            inbox.quarantine(e.path, _forged(state, e) or "")
+            continue
         if _superseded(state, e, entries):
             inbox.archive(e)
             continue
-        report = _read_or_quarantine(e)
+        report = _admit(state, e)
         if report is not None:
             out.append((e, report))
     return out
@@ -240,7 +300,14 @@ def list_inbox(ctx: Ctx) -> dict[str, Any]:
 
 
 def next_report(ctx: Ctx) -> dict[str, Any]:
-    """The safe checkpoint: take the oldest pending report, validate it, archive it."""
+    """The safe checkpoint: take the oldest pending report, validate it, archive it.
+
+    A report is served once: it is taken out of `new/` (a rename, which only one of two
+    concurrent `coord next` can make) before it is validated.
+    """
+    from hunkwise.coordinator.accept import repair
+
+    repair(ctx)
     while True:
         entries, odd = inbox.entries(ctx.lay.inbox, "new")
         _quarantine_odd(odd)
@@ -251,32 +318,42 @@ def next_report(ctx: Ctx) -> dict[str, Any]:
             state = store.load(ctx.lay)
             if sync_ranges(ctx.repo, state):
                 store.save(ctx.lay, state)
-        if _superseded(state, e, entries):
+        if not e.path.exists():
+            continue  # taken by another coord next meanwhile
+        if _forged(state, e) is None and _superseded(state, e, entries):
             inbox.archive(e)
             continue
-        report = _read_or_quarantine(e)
+        report = _admit(state, e)
         if report is None:
             continue
         task = state.tasks.get(report.task_id)
         if task is None:
             inbox.quarantine(e.path, f"{e.name}: report for unknown task {report.task_id}")
             continue
+        if inbox.take(e) is None:
+            continue  # another coord next took it first
         verdict = validate(ctx, state, task, report)
-        inbox.archive(e)
         with store.transaction(ctx.lay) as st:
             t = st.tasks.get(task.id)
             if t is not None:
-                t.served_revision = max(t.served_revision, report.revision)
+                t.served_revision = max(t.served_revision, min(report.revision, _limit(t)))
         return {"next": {"report": report.model_dump(mode="json"),
                          "validation": validation_doc(verdict),
                          "task": task.public(), "audit": dict(task.audit)},
-                "pending": len(entries) - 1}
+                "pending": max(0, len(entries) - 1)}
 
 
-def newest_report(ctx: Ctx, task_id: str,
-                  found: list[inbox.Entry] | None = None) -> tuple[inbox.Entry, Report]:
-    """The task's newest work report (audit verdicts are reports too, but not of work)."""
+def newest_report(ctx: Ctx, task_id: str, found: list[inbox.Entry] | None = None,
+                  task: Task | None = None) -> tuple[inbox.Entry, Report]:
+    """The task's newest work report (audit verdicts are reports too, but not of work).
+
+    With the task's state, only revisions the state handed out count, and of the newest
+    one the file the state recorded.
+    """
     found = list(inbox.find_task_reports(ctx.lay.inbox, task_id) if found is None else found)
+    if task is not None:
+        found = [e for e in found if e.revision <= _limit(task)]
+        found.sort(key=lambda e: (e.revision, e.name == task.last_report, e.time_ns))
     while found:
         e = found.pop()
         report = _read_or_quarantine(e)
@@ -291,7 +368,7 @@ def review(ctx: Ctx, task_id: str) -> dict[str, Any]:
         if sync_ranges(ctx.repo, state):
             store.save(ctx.lay, state)
     task = get_task(state, task_id)
-    _e, report = newest_report(ctx, task_id)
+    _e, report = newest_report(ctx, task_id, task=task)
     doc = validation_doc(validate(ctx, state, task, report))
     doc["task"] = task_id
     doc["revision"] = report.revision

@@ -11,8 +11,9 @@ from .maildir import (
     read_report,
     reports_by_task,
     sweep_tmp,
+    take,
 )
 
 __all__ = ["Entry", "MAX_REPORT_BYTES", "archive", "deliver", "entries", "find_task_reports",
            "quarantine", "read_report", "reports_by_task",
-           "sweep_tmp"]
+           "sweep_tmp", "take"]

@@ -160,6 +160,17 @@ def archive(entry: Entry) -> Path:
     return dest
 
 
+def take(entry: Entry) -> Path | None:
+    """Move a report from `new/` into `cur/` for the caller alone: of two readers taking
+    the same report, one gets its new path, the other None (rename is atomic)."""
+    dest = entry.path.parent.parent / "cur" / entry.name
+    try:
+        os.rename(entry.path, dest)
+    except FileNotFoundError:
+        return None
+    return dest
+
+
 def quarantine(path: Path, reason: str) -> Path:
     dest_dir = path.parent.parent / "quarantine"
     dest_dir.mkdir(exist_ok=True)

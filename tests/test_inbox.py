@@ -87,17 +87,36 @@ def report_name(task_id: str, rev: int, t_ns: int | None = None) -> str:
     return f"{t:020d}.P{os.getpid()}R{secrets.token_hex(6)}.testhost,task={task_id},rev={rev}"
 
 
-def drop(repo: Path, payload: bytes, task_id: str, rev: int, t_ns: int | None = None) -> Path:
-    """Place a file straight into inbox/new under a valid-looking name."""
+def hand_out(repo: Path, task_id: str, rev: int, name: str) -> None:
+    """Do what `worker done` does before delivering: the state hands out the revision and
+    records the file (a revision it never handed out is quarantined as forged)."""
+    from hunkwise.shared import store
+    from hunkwise.shared.context import open_repo
+
+    with store.transaction(open_repo(str(repo)).lay) as state:
+        task = state.tasks.get(task_id)
+        if task is not None and rev >= task.revision:
+            task.revision = rev
+            task.last_report = name
+
+
+def drop(repo: Path, payload: bytes, task_id: str, rev: int, t_ns: int | None = None,
+         handed_out: bool = False) -> Path:
+    """Place a file straight into inbox/new under a valid-looking name (`handed_out`: as
+    a worker delivers it, with the revision handed out by the state)."""
     p = inbox_dir(repo, "new") / report_name(task_id, rev, t_ns)
     p.write_bytes(payload)
+    if handed_out:
+        hand_out(repo, task_id, rev, p.name)
     return p
 
 
 def deliver(repo: Path, doc: dict[str, Any]) -> Path:
     from hunkwise import inbox
 
-    return inbox.deliver(inbox_dir(repo), json.dumps(doc).encode(), doc["task_id"], doc["revision"])
+    p = inbox.deliver(inbox_dir(repo), json.dumps(doc).encode(), doc["task_id"], doc["revision"])
+    hand_out(repo, doc["task_id"], doc["revision"], p.name)
+    return p
 
 
 def revision(report: dict[str, Any], rev: int, **changes: Any) -> dict[str, Any]:
@@ -472,7 +491,7 @@ def test_older_revision_arriving_late_never_resurfaces(make_repo, coord) -> None
     [p1] = files_in(repo, "new")
     # Revision 2's file name carries an earlier time than revision 1's (clock step, slow link).
     drop(repo, json.dumps(revision(r1, 2, summary="newest")).encode(), "t1", 2,
-         t_ns=int(p1.name.split(".")[0]) - 10**9)
+         t_ns=int(p1.name.split(".")[0]) - 10**9, handed_out=True)
     n = coord(repo, "next")
     assert n.doc["next"]["report"]["revision"] == 2
     again = coord(repo, "next")
