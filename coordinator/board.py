@@ -150,7 +150,7 @@ def _table(cls: str, header: list[str], rows: list[list[str]], empty: str) -> st
 
 
 ORDER = ["in_progress", "reported", "changes_requested", "assigned", "deferred", "accepted",
-         "rejected"]
+         "rejected", "reverted"]
 
 
 def render(doc: dict[str, Any], csrf: str) -> str:

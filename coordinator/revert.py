@@ -8,7 +8,7 @@ from hunkwise.coordinator.accept import reset_index_paths, settle_journal
 from hunkwise.shared import diff, git, store
 from hunkwise.shared.context import Ctx, get_task
 from hunkwise.shared.errors import StateRefused, UsageError
-from hunkwise.shared.models import Note, TaskState
+from hunkwise.shared.models import Note, Task, TaskState
 from hunkwise.shared.tree import sync_ranges
 from hunkwise.shared.worktree import current_oids, write_entries
 
@@ -22,9 +22,13 @@ def revert(ctx: Ctx, task_id: str) -> dict[str, Any]:
 def _revert(ctx: Ctx, task_id: str) -> dict[str, Any]:
     with store.locked(ctx.lay):
         state = store.load(ctx.lay)
-        task = get_task(state, task_id)
+        # An earlier batch's task was moved to the archive at thaw: bring it back.
+        task = get_task(state, task_id, lay=ctx.lay)
         if state.freeze is not None:
             raise StateRefused(f"coord revert {task_id} refused: a release freeze is in force")
+        if task.state == TaskState.REVERTED:
+            by = reverted_by(task) or "an earlier revert"
+            raise StateRefused(f"{task_id} is already reverted by {by[:12]}; nothing was committed")
         if task.state != TaskState.ACCEPTED or not task.commit:
             raise StateRefused(f"{task_id} is {task.state}; only an accepted task can be reverted")
         commit = task.commit
@@ -85,8 +89,11 @@ def _revert(ctx: Ctx, task_id: str) -> dict[str, Any]:
         tree_left = _update_tree(ctx, head, entries, moved_by_path)
         sync_ranges(ctx.repo, state)
         task.notes.append(_note_reverted(new))
+        task.state = TaskState.REVERTED
+        task.updated_at = store.now()
         store.save(ctx.lay, state)
-    return {"commit": new, "task": task_id, "reverts": commit, "paths": sorted(entries),
+    return {"commit": new, "task": task_id, "state": str(task.state), "reverts": commit,
+            "paths": sorted(entries),
             "tree_left": tree_left, "warnings": [warning] if warning else []}
 
 
@@ -132,4 +139,15 @@ def _update_tree(ctx: Ctx, old_head: str, entries: dict[str, tuple[str, str] | N
 
 
 def _note_reverted(commit: str) -> Note:
-    return Note(at=store.now(), by="coordinator", kind="reverted", text=f"reverted by {commit}")
+    return Note(at=store.now(), by="coordinator", kind="reverted", text=f"{REVERTED_BY}{commit}")
+
+
+REVERTED_BY = "reverted by "
+
+
+def reverted_by(task: Task) -> str | None:
+    """The commit that reverted the task, as its note recorded it."""
+    for n in reversed(task.notes):
+        if n.kind == "reverted" and n.text.startswith(REVERTED_BY):
+            return n.text.removeprefix(REVERTED_BY).strip()
+    return None

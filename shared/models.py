@@ -33,9 +33,10 @@ class TaskState(StrEnum):
     CHANGES_REQUESTED = "changes_requested"
     REJECTED = "rejected"
     DEFERRED = "deferred"
+    REVERTED = "reverted"
 
 
-INACTIVE = (TaskState.ACCEPTED, TaskState.REJECTED)
+INACTIVE = (TaskState.ACCEPTED, TaskState.REJECTED, TaskState.REVERTED)
 
 
 class Strict(BaseModel):

@@ -337,4 +337,4 @@ def sync_ranges(repo: Path, state: State) -> bool:
 
 
 def active_tasks(state: State) -> list[Task]:
-    return [t for t in state.tasks.values() if t.state not in (TaskState.ACCEPTED, TaskState.REJECTED)]
+    return [t for t in state.tasks.values() if t.active]

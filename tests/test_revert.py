@@ -88,3 +88,37 @@ def test_revert_leaves_a_file_whose_uncommitted_edit_touches_the_same_lines(make
     r = coord(repo, "revert", "t1")
     assert r.code == 0 and r.doc["tree_left"] == ["f.txt"]
     assert b"two, edited again" in (repo / "f.txt").read_bytes()
+
+
+def test_a_reverted_task_is_reverted_and_a_second_revert_names_the_first(make_repo, coord,
+                                                                         worker) -> None:
+    repo = make_repo({"f.txt": numbered(10)})
+    _accept(coord, worker, repo, "t1", "f.txt:1-5", lambda: set_line(repo, "f.txt", 2, "two"))
+    r = coord(repo, "revert", "t1")
+    assert r.code == 0, r.stderr
+    first = r.doc["commit"]
+    assert r.doc["state"] == "reverted"
+    tasks = {t["id"]: t for t in coord(repo, "status").doc["tasks"]}
+    assert tasks["t1"]["state"] == "reverted"
+    head = git(repo, "rev-parse", "HEAD").strip()
+    again = coord(repo, "revert", "t1")
+    assert again.code == 3
+    assert f"already reverted by {first[:12]}" in again.doc["error"]["message"]
+    assert git(repo, "rev-parse", "HEAD").strip() == head
+    # Inactive like accepted: its range is free for a new task.
+    assert coord(repo, "assign", "t2", "--title", "x", "--expect", "e",
+                 "--write", "f.txt:1-5").code == 0
+
+
+def test_revert_of_a_task_archived_at_thaw(make_repo, coord, worker) -> None:
+    repo = make_repo({"f.txt": numbered(10)})
+    _accept(coord, worker, repo, "t1", "f.txt:1-5", lambda: set_line(repo, "f.txt", 2, "two"))
+    assert coord(repo, "freeze").code == 0
+    assert coord(repo, "thaw").code == 0
+    assert "t1" not in {t["id"] for t in coord(repo, "status").doc["tasks"]}
+    r = coord(repo, "revert", "t1")
+    assert r.code == 0, r.stderr
+    assert git_bytes(repo, "show", "HEAD:f.txt") == numbered(10).encode()
+    assert coord(repo, "revert", "t1").code == 3
+    listed = {t["id"]: t for t in coord(repo, "status", "--all").doc["tasks"]}
+    assert listed["t1"]["state"] == "reverted"
