@@ -150,7 +150,23 @@ def decide(ctx: Ctx, dec_id: str, answer: str) -> dict[str, Any]:
         state.interventions[key] = state.interventions.get(key, 0) + 1
         send(state, sender=_me(), to=dec.session, kind=SignalType.DECISION, about=dec.id,
              payload=answer)
-    return {"decision": dec.model_dump()}
+        reopened = _reopen_blocked(state, dec)
+    return {"decision": dec.model_dump(), "reopened": reopened}
+
+
+def _reopen_blocked(state: State, dec: Any) -> str | None:
+    """A task that reported `blocked` waiting on this decision can start again, with the
+    answer among its notes: ask -> blocked -> decide -> worker start, no dead end."""
+    from hunkwise.shared.models import Note
+
+    task = state.tasks.get(dec.task)
+    if task is None or task.state != TaskState.REPORTED or task.last_status != "blocked":
+        return None
+    task.state = TaskState.CHANGES_REQUESTED
+    task.notes.append(Note(at=store.now(), by="supervisor", kind="decision",
+                           text=f"{dec.id}: {dec.question} -> {dec.answer}"))
+    task.updated_at = store.now()
+    return task.id
 
 
 # ---- the Markdown view -------------------------------------------------------------------

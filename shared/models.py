@@ -181,6 +181,8 @@ class Task(Strict):
     inherited: dict[str, list[str]] = Field(default_factory=dict)
     # What its newest report claimed (path -> identities).
     claimed: dict[str, list[str]] = Field(default_factory=dict)
+    # The status of its newest report (done, blocked, failed).
+    last_status: str | None = None
     # The newest revision of its work the state recorded (see Saved), and the counter of
     # its unreported snapshots.
     saved: Saved | None = None

@@ -195,3 +195,46 @@ def test_an_older_state_is_migrated_and_a_newer_one_refused(make_repo, coord):
     path.write_text(json.dumps(doc))
     r = coord(repo, "status")
     assert r.code == 2 and "newer hunkwise" in r.doc["error"]["message"]
+
+
+def test_a_worker_amends_its_pending_report_with_a_new_revision(make_repo, coord, worker):
+    repo = make_repo({"f.txt": numbered(3)})
+    ok(coord(repo, "assign", "t1", "--title", "t", "--expect", "e", "--write", "f.txt"))
+    ok(worker(repo, "start", "t1", session=W1))
+    write(repo, "f.txt", "first try\n")
+    assert ok(worker(repo, "done", "t1", session=W1))["report"]["revision"] == 1
+    r = worker(repo, "start", "t1", session=W1)
+    assert r.code == 3 and "worker done t1 again" in r.doc["error"]["message"]
+    write(repo, "f.txt", "second try\n")
+    assert ok(worker(repo, "done", "t1", session=W1))["report"]["revision"] == 2
+    assert worker(repo, "done", "t1", session=W2).code == 3  # not the holder
+    rows = ok(coord(repo, "inbox"))["reports"]
+    assert [(r["task_id"], r["revision"]) for r in rows] == [("t1", 2)]
+    n = ok(coord(repo, "next"))["next"]
+    assert n["report"]["revision"] == 2 and n["validation"]["ok"]
+    # Taken for review: no more amending, and both commands say the same thing.
+    r1, r2 = worker(repo, "done", "t1", session=W1), worker(repo, "start", "t1", session=W1)
+    assert r1.code == r2.code == 3
+    assert "taken for review" in r1.doc["error"]["message"]
+    assert "taken for review" in r2.doc["error"]["message"]
+    ok(coord(repo, "accept", "t1"))
+    assert git(repo, "show", "HEAD:f.txt") == "second try\n"
+
+
+def test_ask_blocked_decide_then_the_task_starts_again_with_the_answer(make_repo, coord,
+                                                                      worker):
+    repo = make_repo({"f.txt": numbered(3)})
+    ok(coord(repo, "assign", "t1", "--title", "t", "--expect", "e", "--write", "f.txt"))
+    ok(worker(repo, "start", "t1", session=W1))
+    dec = ok(worker(repo, "ask", "t1", "--question", "Drop Python 3.10?", "--kind", "scope",
+                    session=W1))["decision"]["id"]
+    ok(worker(repo, "blocked", "t1", "--reason", f"waiting for {dec}", session=W1))
+    ok(coord(repo, "next"))
+    doc = ok(coord(repo, "decide", dec, "--answer", "Yes, drop it"))
+    assert doc["reopened"] == "t1"
+    started = ok(worker(repo, "start", "t1", session=W1))
+    assert started["task"]["state"] == "in_progress"
+    assert any("Yes, drop it" in n["text"] for n in started["notes"])
+    write(repo, "f.txt", "done now\n")
+    ok(worker(repo, "done", "t1", session=W1))
+    ok(coord(repo, "accept", "t1"))

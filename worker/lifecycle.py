@@ -113,10 +113,16 @@ def start(ctx: Ctx, task_id: str, *, session: str | None, role: str) -> dict[str
         elif task.state == TaskState.IN_PROGRESS and holder is not None:
             raise StateRefused(f"{task_id} is claimed by live session {holder}; a live claim is "
                                "never taken over")
+        elif task.state == TaskState.REPORTED and _amending(task, sess):
+            raise StateRefused(f"{task_id} is reported and its report r{task.revision} is still "
+                               f"pending: edit, then run worker done {task_id} again to "
+                               "deliver a new revision that supersedes it")
         elif task.state not in STARTABLE:
             hint = " (coord recover frees a stale claim)" if task.state == TaskState.IN_PROGRESS else ""
-            raise StateRefused(f"{task_id} is {task.state}; only assigned or changes_requested "
-                               f"tasks can be started{hint}")
+            why = (_not_reportable(task) if task.state != TaskState.IN_PROGRESS else
+                   f"{task_id} is {task.state}; only assigned or changes_requested tasks can "
+                   f"be started{hint}")
+            raise StateRefused(why)
         else:
             if holder is not None and holder != sess:
                 raise StateRefused(f"{task_id} is claimed by live session {holder}")
@@ -200,9 +206,9 @@ def _report(ctx: Ctx, task_id: str, *, status: str, session: str | None, summary
         state = store.load(ctx.lay)
         task = get_task(state, task_id)
         refuse_if_frozen(state, f"worker {status} {task_id}")
-        if task.state != TaskState.IN_PROGRESS:
-            raise StateRefused(f"{task_id} is {task.state}; run worker start {task_id} first")
         sess = _resolve_session(task, session)
+        if task.state != TaskState.IN_PROGRESS and not _amending(task, sess):
+            raise StateRefused(_not_reportable(task))
         _check_holder(task, sess, store.now())
         if task.claim is not None and (sess is None or task.claim.session == sess):
             task.claim = task.claim.model_copy(update={"heartbeat": store.now()})
@@ -241,8 +247,9 @@ def _report(ctx: Ctx, task_id: str, *, status: str, session: str | None, summary
         state = store.load(ctx.lay)
         task = get_task(state, task_id)
         refuse_if_frozen(state, f"worker {status} {task_id}")
-        if task.state != TaskState.IN_PROGRESS:
-            raise StateRefused(f"{task_id} is {task.state} now; nothing was delivered")
+        if task.state != TaskState.IN_PROGRESS and not _amending(task, sess):
+            raise StateRefused(f"{_not_reportable(task)} (it changed meanwhile); nothing was "
+                               "delivered")
         if task.claim is None or (sess is not None and task.claim.session != sess):
             holder = task.claim.session if task.claim else "nobody"
             raise StateRefused(f"{task_id} is claimed by {holder} now (recovered or handed "
@@ -270,6 +277,7 @@ def _report(ctx: Ctx, task_id: str, *, status: str, session: str | None, summary
         task.state = TaskState.REPORTED
         task.last_report = path.name
         task.claimed = identities_of_selection(tv, task, sel)
+        task.last_status = status
         if status == "done" and any(v != "pending" for v in task.audit.values()):
             # New work needs a new look: verdicts were about the previous revision.
             for role in task.audit:
@@ -292,6 +300,30 @@ def _report(ctx: Ctx, task_id: str, *, status: str, session: str | None, summary
 def _conflict_ids(tv: Any, task: Task) -> list[tuple[str, str]]:
     return [(report_path(ch.path), "conflict:" + (tv.attribution.identity(h) if h else ch.new_oid))
             for ch, h, tids in tv.attribution.conflicts if task.id in tids]
+
+
+def _amending(task: Task, sess: str | None) -> bool:
+    """A reported task whose report the coordinator has not taken yet: its holder may
+    deliver a new revision, which supersedes the pending one."""
+    return (task.state == TaskState.REPORTED and task.claim is not None
+            and (sess is None or task.claim.session == sess)
+            and task.served_revision < task.revision)
+
+
+def _not_reportable(task: Task) -> str:
+    """Why the task cannot report now, and what to do: never contradicting `worker start`."""
+    tid = task.id
+    if task.state == TaskState.REPORTED:
+        if task.claim is not None and task.served_revision >= task.revision:
+            return (f"{tid}'s report r{task.revision} was taken for review at the coordinator's "
+                    "checkpoint; wait for its verdict (coord request-changes reopens the task)")
+        return (f"{tid} is reported and its claim is not yours; wait for the coordinator's "
+                "verdict")
+    if task.state in STARTABLE:
+        return f"{tid} is {task.state}; run worker start {tid} first"
+    if task.state == TaskState.DEFERRED:
+        return f"{tid} is deferred to batch {task.batch}; worker start {tid} after coord thaw"
+    return f"{tid} is {task.state}; nothing is left to report"
 
 
 def _unclaimable(tv: Any, task: Task, sel: Any) -> list[str]:
