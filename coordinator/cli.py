@@ -125,7 +125,7 @@ def status(everything: bool, brief: bool, send: bool, as_json: bool, repo: str |
                        f"{' or '.join(a['tasks'])}'s (committed only for the one whose report "
                        "alone claims it)")
         for lost in d["lost"]:
-            out.append(f"lost: {lost['task']}'s reported changes are gone from "
+            out.append(f"lost: {lost['task']}'s recorded changes are gone from "
                        f"{', '.join(lost['paths'])} (coord restore {lost['task']})")
         for ev in d.get("events", [])[-5:]:
             out.append(f"event {ev['at']}: {ev['kind']}: {ev['path']}")
