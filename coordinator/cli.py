@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import click
-from hunkwise.shared.cli import common, exit_process, run, version_option
+from hunkwise.shared.cli import common, exit_process, run, sync_command, version_option
 from hunkwise.shared.output import clip, emit, one_line, table
 
 
@@ -609,16 +609,7 @@ def thaw(as_json: bool, repo: str | None) -> None:
          + (f"; startable again: {', '.join(d['reopened'])}" if d["reopened"] else ""))
 
 
-@cli.command(name="sync")
-@click.option("--remote", default=None, metavar="NAME", help="Git remote (default: [remote] name).")
-@common
-def sync_cmd(remote: str | None, as_json: bool, repo: str | None) -> None:
-    """Push this machine's refs/hunkwise/ records and fetch and apply the others'."""
-    from hunkwise.shared import sync
-
-    doc = sync.sync(_ctx(repo), remote)
-    sync.warn(doc["warnings"])
-    emit(doc, as_json, sync.sync_text)
+cli.add_command(sync_command())
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -38,19 +38,25 @@ def _check_range(ctx: Ctx, g: Grant) -> None:
         raise UsageError(f"grant {g}: {g.path} has {lines} lines at HEAD")
 
 
-def assign(ctx: Ctx, *, task_id: str | None, title: str, expect: str, writes: list[str],
-           checks: list[str], exclusive: bool) -> dict[str, Any]:
-    if task_id is not None:
-        check_task_id(task_id)
+def _parse_grants(ctx: Ctx, writes: list[str]) -> list[Grant]:
+    """`--write` values as grants; a range must fit a committed text file."""
     if not writes:
         raise UsageError("give at least one --write GRANT (a GLOB or PATH:START-END)")
-    for text, what in ((title, "--title"), (expect, "--expect")):
-        if not text.strip() or "\0" in text:
-            raise UsageError(f"{what} must be non-empty text")
     grants = [Grant.parse(w) for w in writes]
     for g in grants:
         if g.kind == "range":
             _check_range(ctx, g)
+    return grants
+
+
+def assign(ctx: Ctx, *, task_id: str | None, title: str, expect: str, writes: list[str],
+           checks: list[str], exclusive: bool) -> dict[str, Any]:
+    if task_id is not None:
+        check_task_id(task_id)
+    for text, what in ((title, "--title"), (expect, "--expect")):
+        if not text.strip() or "\0" in text:
+            raise UsageError(f"{what} must be non-empty text")
+    grants = _parse_grants(ctx, writes)
     files = git.tracked_and_untracked(ctx.repo)
     serial = ctx.config.ownership.serial
     # Matching grants against every file is the slow part: do it before taking the lock,
@@ -93,12 +99,7 @@ def grant(ctx: Ctx, task_id: str, writes: list[str]) -> dict[str, Any]:
     """
     from hunkwise.shared.context import get_task
 
-    if not writes:
-        raise UsageError("give at least one --write GRANT (a GLOB or PATH:START-END)")
-    grants = [Grant.parse(w) for w in writes]
-    for g in grants:
-        if g.kind == "range":
-            _check_range(ctx, g)
+    grants = _parse_grants(ctx, writes)
     files = git.tracked_and_untracked(ctx.repo)
     serial = ctx.config.ownership.serial
     with store.transaction(ctx.lay) as state:

@@ -88,3 +88,23 @@ def exit_process(code: int) -> None:
 
     gc.freeze()
     sys.exit(code)
+
+
+def sync_command() -> click.Command:
+    """`coord sync` and `worker sync`: one command, the same on both sides."""
+
+    @click.command(name="sync")
+    @click.option("--remote", default=None, metavar="NAME",
+                  help="Git remote (default: [remote] name).")
+    @common
+    def sync_cmd(remote: str | None, as_json: bool, repo: str | None) -> None:
+        """Push this machine's refs/hunkwise/ records and fetch and apply the others'."""
+        from hunkwise.shared import sync
+        from hunkwise.shared.context import open_repo
+        from hunkwise.shared.output import emit
+
+        doc = sync.sync(open_repo(repo), remote)
+        sync.warn(doc["warnings"])
+        emit(doc, as_json, sync.sync_text)
+
+    return sync_cmd

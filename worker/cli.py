@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import click
-from hunkwise.shared.cli import common, exit_process, run, version_option
+from hunkwise.shared.cli import common, exit_process, run, sync_command, version_option
 from hunkwise.shared.output import emit
 
 
@@ -241,16 +241,7 @@ def ask(task_id: str, session: str | None, question: str, kind: str, as_json: bo
     emit(doc, as_json, lambda d: f"asked {d['decision']['id']}; see worker signals for the answer")
 
 
-@cli.command(name="sync")
-@click.option("--remote", default=None, metavar="NAME", help="Git remote (default: [remote] name).")
-@common
-def sync_cmd(remote: str | None, as_json: bool, repo: str | None) -> None:
-    """Push this machine's refs/hunkwise/ records and fetch and apply the others'."""
-    from hunkwise.shared import sync
-
-    doc = sync.sync(_ctx(repo), remote)
-    sync.warn(doc["warnings"])
-    emit(doc, as_json, sync.sync_text)
+cli.add_command(sync_command())
 
 
 def main(argv: Sequence[str] | None = None) -> int:
