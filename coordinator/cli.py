@@ -478,6 +478,38 @@ def restore(task_id: str, as_json: bool, repo: str | None) -> None:
          if d["restored"] else f"{task_id}: nothing was missing")
 
 
+@cli.command(name="discard")
+@click.argument("target", required=False, metavar="PATH[:START-END]")
+@click.option("--undo", default=None, metavar="REF",
+              help="Put back what an earlier discard removed (its refs/hunkwise/discarded/N).")
+@common
+def discard_cmd(target: str | None, undo: str | None, as_json: bool, repo: str | None) -> None:
+    """Remove the unowned changes of a path (or of its lines) from the tree, restorably."""
+    from hunkwise.coordinator import discard as core
+    from hunkwise.shared.errors import UsageError
+
+    if (target is None) == (undo is None):
+        raise UsageError("give PATH[:START-END] to discard, or --undo REF to put a discard back")
+    if undo is not None:
+        doc = core.undo(_ctx(repo), undo)
+        emit(doc, as_json, lambda d: f"put back {', '.join(d['restored'])} from {d['ref']}")
+        return
+    assert target is not None
+    doc = core.discard(_ctx(repo), target)
+
+    def human(d: dict[str, Any]) -> str:
+        out = [f"discarded {u['path']}" + (f" lines {u['lines']}" if u["lines"] else f" ({u['kind']})")
+               for u in d["discarded"]] or [f"nothing unowned to discard in {d['target']}"]
+        out += [f"kept {k['path']}" + (f" lines {k['lines']}" if k["lines"] else "")
+                + f": {k['reason']}" for k in d["kept"]]
+        if d["ref"]:
+            out.append(f"saved as {d['ref']}: see it with git diff {d['ref']}^ {d['ref']}; "
+                       f"undo with {d['undo']}")
+        return "\n".join(out)
+
+    emit(doc, as_json, human)
+
+
 @cli.command(name="install-hooks")
 @click.option("--agent", "agents", multiple=True, metavar="NAME",
               help="Also install the agent guard: claude (.claude/settings.local.json) or "
