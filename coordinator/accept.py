@@ -94,7 +94,10 @@ def plan_commit(ctx: Ctx, tv: TreeView, task_id: str,
     return Plan(tree=tree, entries=entries, paths=sorted(entries))
 
 
-def commit_message(task: Task, report: Report, message: str | None) -> bytes:
+def commit_message(task: Task, report: Report, message: str | None,
+                   reviewers: list[str] | None = None) -> bytes:
+    """The message, then the trailers: `Coord-Task`, `Coord-Session` (the worker's session)
+    and one `Reviewed-by` per session whose approval the audit counted."""
     if message and message.strip():
         subject, _, body = message.strip().partition("\n")
     else:
@@ -108,7 +111,31 @@ def commit_message(task: Task, report: Report, message: str | None) -> bytes:
     # starting a paragraph after it, which would stop git from reading it as trailers.
     joins = bool(last) and all(_TRAILER.match(line) for line in last.split("\n"))
     text += ("\n" if joins else "\n\n") + f"Coord-Task: {task.id}\n"
+    worker = report.session or task.session
+    if worker:
+        text += f"Coord-Session: {worker}\n"
+    text += "".join(f"Reviewed-by: {s}\n" for s in reviewers or [])
     return text.encode()
+
+
+def approving_sessions(ctx: Ctx, task: Task, revision: int) -> list[str]:
+    """The sessions whose newest verdict on this revision approves, for the roles the
+    audit counts as approved (verdicts are inbox reports, remote ones included)."""
+    from hunkwise.shared.context import session_role
+    from hunkwise.shared.errors import CoordError
+
+    newest: dict[str, str] = {}
+    for e in inbox.find_task_reports(ctx.lay.inbox, task.id):
+        try:
+            r = inbox.read_report(e.path)
+        except CoordError:
+            continue
+        if (r.kind != "review" or r.revision != revision or not r.session or not r.role
+                or session_role(r.session) != r.role or task.audit.get(r.role) != "approved"):
+            continue
+        newest.pop(r.session, None)  # keeps the order of the newest verdicts
+        newest[r.session] = r.verdict or ""
+    return [s for s, v in newest.items() if v == "approve"]
 
 
 def reset_index_paths(ctx: Ctx, entries: dict[str, tuple[str, str] | None]) -> str | None:
@@ -295,7 +322,9 @@ def _accept(ctx: Ctx, task_id: str, *, message: str | None, recheck: bool | None
         head = tv.snap.head
         parents = ("-p", head) if head else ()
         commit = git.run(ctx.repo, "commit-tree", plan.tree, *parents,
-                         input=commit_message(task, report, message)).decode().strip()
+                         input=commit_message(task, report, message,
+                                              approving_sessions(ctx, task, report.revision))
+                         ).decode().strip()
         kill_point("accept-planned")
         journal: dict[str, Any] = {"task": task_id, "commit": commit, "head": head,
                                    "revision": report.revision, "paths": plan.paths,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import time
 from collections.abc import Callable
@@ -81,8 +82,10 @@ def blob(repo: Path, path: str, rev: str = "HEAD") -> bytes:
 
 
 def commit_message(repo: Path, rev: str = "HEAD") -> bytes:
+    """The commit's message less its Coord-Session trailer (the worker's generated session
+    id; tests/test_review_sessions.py checks it)."""
     raw = git_bytes(repo, "cat-file", "commit", rev)
-    return raw.split(b"\n\n", 1)[1]
+    return re.sub(rb"(?m)^Coord-Session: \S+\n", b"", raw.split(b"\n\n", 1)[1])
 
 
 def parents(repo: Path, rev: str = "HEAD") -> list[str]:
