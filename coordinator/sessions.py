@@ -13,7 +13,7 @@ from hunkwise.shared.context import Ctx, env_session, get_task, iso, machine_nam
 from hunkwise.shared.errors import StateRefused, UsageError
 from hunkwise.shared.models import Checkpoint, SignalType, State, TaskState
 from hunkwise.shared.output import printable
-from hunkwise.shared.signals import ack as ack_signal
+from hunkwise.shared.signals import close as close_signal
 from hunkwise.shared.signals import save_handoff, send
 from hunkwise.shared.tree import active_tasks, view
 
@@ -98,32 +98,43 @@ def signals(ctx: Ctx, *, pending_only: bool, ack: list[str] | None = None) -> di
         for sig in state.signals:
             wanted = sig.id in ack or (every and sig.state == "pending" and _for_coordinator(sig))
             if wanted and (sig.state == "pending" or me not in sig.acked_by):
-                ack_signal(sig, me)
+                close_signal(sig, me)  # the coordinator's acknowledgement closes it
                 acked.append(sig.id)
         rows = [s.public() for s in state.signals if not pending_only or s.state == "pending"]
     return {"signals": rows, "acked": acked}
 
 
 def audit(ctx: Ctx, task_id: str, roles: list[str]) -> dict[str, Any]:
+    """Ask each role (`review`: any session of it) or one session (`sess-...-review@m`:
+    that session alone). The READY_FOR_REVIEW signals are the record of whom the audit
+    asked: `worker review` takes a verdict only from a started session they reach."""
+    from hunkwise.shared.context import check_session
     from hunkwise.shared.models import ROLE_RE
 
-    roles = [r.strip() for r in roles if r.strip()]
-    if not roles:
+    asked: list[tuple[str, str]] = []  # (role, target)
+    for r in (r.strip() for r in roles):
+        if not r:
+            continue
+        if r.startswith("sess-"):
+            asked.append((session_role(check_session(r)), r))
+        elif ROLE_RE.fullmatch(r):
+            asked.append((r, f"{r}@*"))
+        else:
+            raise UsageError(f"malformed role {r!r}: a role, or a session id for one reviewer")
+    if not asked:
         raise UsageError("--roles needs at least one role, e.g. review,security,test")
-    for r in roles:
-        if not ROLE_RE.fullmatch(r):
-            raise UsageError(f"malformed role {r!r}")
     sent = []
     with store.transaction(ctx.lay) as state:
         task = get_task(state, task_id)
         if not task.active:
             raise StateRefused(f"{task_id} is {task.state}; nothing to audit")
-        for r in roles:
-            task.audit[r] = "pending"
-            sig = send(state, sender=_me(), to=f"{r}@*", kind=SignalType.READY_FOR_REVIEW,
+        for role, target in asked:
+            task.audit[role] = "pending"
+            sig = send(state, sender=_me(), to=target, kind=SignalType.READY_FOR_REVIEW,
                        about=task_id, payload=f"audit {task_id}: {task.title}")
             sent.append(sig.public())
-    return {"task": task_id, "audit": dict(task.audit), "signals": sent}
+    return {"task": task_id, "audit": dict(task.audit), "signals": sent,
+            "addressed": {role: [t for r, t in asked if r == role] for role, _ in asked}}
 
 
 def decisions(ctx: Ctx, *, include_answered: bool) -> dict[str, Any]:

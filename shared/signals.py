@@ -2,13 +2,16 @@
 
 `to` is a session id (direct), `<role>@<machine>` (every session of that role on that
 machine) or `*` (everyone). A direct signal is delivered once its session acknowledges
-it; a broadcast is pending for each session until that session acknowledges it.
+it; a broadcast is pending for each session until that session acknowledges it. Any
+signal is closed (delivered, for everyone) once what it asked for happened: a review
+request when its role's verdict arrives, a handoff when a session starts the task.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from .context import session_role
@@ -64,16 +67,61 @@ def addressed_to(sig: Signal, session: str) -> bool:
     return role == session_role(session) and machine in ("*", _machine(session))
 
 
+def seen_by(sig: Signal, session: str) -> bool:
+    """Addressed to `session`, and not its own (unless sent to itself)."""
+    return addressed_to(sig, session) and (sig.sender != session or sig.to == session)
+
+
 def pending_for(state: State, session: str) -> list[Signal]:
     return [s for s in state.signals
-            if addressed_to(s, session) and session not in s.acked_by
-            and (s.sender != session or s.to == session)]
+            if seen_by(s, session) and session not in s.acked_by and s.state == "pending"]
 
 
 def ack(sig: Signal, session: str) -> None:
+    """`session` has seen it. A direct signal is then delivered; a broadcast stays open
+    for the other sessions it reaches (one reviewer reading a request answers nothing)."""
     if session not in sig.acked_by:
         sig.acked_by.append(session)
+    if sig.to == session:
+        sig.state = "delivered"
+
+
+def close(sig: Signal, by: str) -> None:
+    """What the signal asked for happened (or its addressee closed it): delivered for all."""
+    if by not in sig.acked_by:
+        sig.acked_by.append(by)
     sig.state = "delivered"
+
+
+def close_about(state: State, kind: SignalType, about: str, by: str,
+                to: Callable[[Signal], bool] = lambda _sig: True) -> list[str]:
+    """Close the pending signals of `kind` about `about` that `to` selects; their ids."""
+    done = []
+    for sig in state.signals:
+        if sig.type == kind and sig.about == about and sig.state == "pending" and to(sig):
+            close(sig, by)
+            done.append(sig.id)
+    return done
+
+
+def _is_coordinator(who: str) -> bool:
+    role = session_role(who) if who.startswith("sess-") else who.partition("@")[0]
+    return role in ("coordinator", "coord")
+
+
+def audit_targets(signals: list[Signal], task_id: str, role: str) -> list[str]:
+    """To whom the coordinator addressed its review requests of `role` for the task: the
+    record `coord audit` leaves. Requests others sent (a worker's own, a resubmission's
+    reminder) neither widen nor narrow it."""
+    out: list[str] = []
+    for sig in signals:
+        if (sig.type != SignalType.READY_FOR_REVIEW or sig.about != task_id
+                or not _is_coordinator(sig.sender)):
+            continue
+        target_role = session_role(sig.to) if sig.to.startswith("sess-") else sig.to.partition("@")[0]
+        if target_role == role and sig.to not in out:
+            out.append(sig.to)
+    return out
 
 
 def save_handoff(root: Path, cp: Checkpoint) -> Path:

@@ -68,6 +68,7 @@ def test_inbox_tells_a_verdict_from_a_report(make_repo, coord, worker):
     write(repo, "f.txt", "line 1\nline TWO\nline 3\n")
     ok(coord(repo, "audit", "A", "--roles", "review"))
     ok(worker(repo, "done", "A"))
+    ok(worker(repo, "start", "--session", "sess-20260101-0900-review@m"))
     ok(worker(repo, "review", "A", "--verdict", "approve", "--notes", "fine",
               "--session", "sess-20260101-0900-review@m"))
     rows = ok(coord(repo, "inbox"))["reports"]

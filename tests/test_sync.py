@@ -134,6 +134,7 @@ def test_review_on_the_laptop_gates_accept(machines: Machines) -> None:
     assert d["from_snapshot"]["machine"] == "desktop"
     assert "-line 2\n+hello\n" in d["patch"] and [f["path"] for f in d["files"]] == ["app.py"]
     assert git(m.repos["laptop"], "status", "--porcelain") == ""
+    ok(m.worker("laptop", "start", "--role", "review", "--session", REVIEWER))
     ok(m.worker("laptop", "review", "task-001", "--verdict", "changes", "--notes", "rename",
                 "--session", REVIEWER))
     ok(m.coord("desktop", "sync"))
@@ -207,6 +208,7 @@ def test_a_forged_verdict_does_not_gate_accept(machines: Machines) -> None:
     ok(m.worker("laptop", "sync"))
     # A laptop session answering for the desktop: the verdict's session names the desktop.
     liar = "sess-20260101-0900-review@desktop"
+    ok(m.worker("laptop", "start", "--session", liar))
     r = m.worker("laptop", "review", "task-001", "--verdict", "approve", "--session", liar)
     assert r.code == 0
     ok(m.worker("laptop", "sync"))
@@ -293,6 +295,7 @@ def test_a_remote_verdict_speaking_for_another_machine_is_quarantined(machines: 
     # A genuine verdict of a laptop session, then rewritten to claim a desktop session,
     # published on top of the laptop's chain (a plain fast-forward) in place of the genuine
     # one, which the desktop never fetched.
+    ok(m.worker("laptop", "start", "--session", REVIEWER))
     ok(m.worker("laptop", "review", "task-001", "--verdict", "approve", "--session", REVIEWER))
     (name,) = [p.name for p in inbox.iterdir()]
     doc = json.loads((inbox / name).read_bytes())

@@ -34,18 +34,33 @@ def cli() -> None:
     """Work on one task of a shared git working tree; never stage or commit."""
 
 
+def _session_text(d: dict[str, Any]) -> str:
+    lines = [f"session: {d['session']}", f"export COORD_SESSION={d['session']}"]
+    lines += [f"signal {s['id']} {s['type']} from {s['from']} about {s['about']}: {s['payload']}"
+              for s in d["signals"]]
+    lines.append("answer an audit with: worker review ID --verdict approve|changes --notes N"
+                 if d["role"] != "worker" else "claim a task with: worker start ID")
+    return "\n".join(lines)
+
+
 @cli.command()
-@click.argument("task_id")
+@click.argument("task_id", required=False)
 @_session_opt
-@click.option("--role", default="worker", show_default=True, help="Role in the session id.")
+@click.option("--role", default=None, help="Role in the session id (default: worker). "
+              "Without TASK_ID: start a session of this role, e.g. --role review.")
 @common
-def start(task_id: str, session: str | None, role: str, as_json: bool, repo: str | None) -> None:
-    """Claim a task and print its brief."""
+def start(task_id: str | None, session: str | None, role: str | None, as_json: bool,
+          repo: str | None) -> None:
+    """Claim a task and print its brief; without TASK_ID, start a session (a reviewer's)."""
     from hunkwise.worker import lifecycle
+    from hunkwise.worker import session as core
 
     ctx = _ctx(repo)
     _autosync(ctx)
-    doc = lifecycle.start(ctx, task_id, session=session, role=role)
+    if task_id is None:
+        emit(core.open_session(ctx, session=session, role=role), as_json, _session_text)
+        return
+    doc = lifecycle.start(ctx, task_id, session=session, role=role or "worker")
 
     def human(d: dict[str, Any]) -> str:
         t = d["task"]
@@ -194,17 +209,20 @@ def signal_cmd(session: str | None, target: str, kind: str, about: str, payload:
 @cli.command()
 @_session_opt
 @click.option("--ack", "do_ack", is_flag=True, help="Mark the listed signals delivered.")
+@click.option("--all", "everything", is_flag=True, help="History too: closed and acknowledged.")
 @common
-def signals(session: str | None, do_ack: bool, as_json: bool, repo: str | None) -> None:
-    """Pending signals for this session (direct and broadcast)."""
+def signals(session: str | None, do_ack: bool, everything: bool, as_json: bool,
+            repo: str | None) -> None:
+    """Pending signals for this session (direct and broadcast); --all for history."""
     from hunkwise.worker import session as core
 
     ctx = _ctx(repo)
     _autosync(ctx)
-    doc = core.signals(ctx, session=session, do_ack=do_ack)
+    doc = core.signals(ctx, session=session, do_ack=do_ack, everything=everything)
     emit(doc, as_json, lambda d: "\n".join(
         f"{s['id']}  {s['type']:<17} from {s['from']}  about {s['about']}: {s['payload']}"
-        for s in d["signals"]) or "no pending signals")
+        + (f"  [{s['state']}]" if everything else "")
+        for s in d["signals"]) or ("no signals" if everything else "no pending signals"))
 
 
 @cli.command(name="review")
@@ -212,17 +230,21 @@ def signals(session: str | None, do_ack: bool, as_json: bool, repo: str | None) 
 @_session_opt
 @click.option("--verdict", type=click.Choice(["approve", "changes"]), required=True)
 @click.option("--notes", default="", help="What you found.")
+@click.option("--role", default=None, help="Without a session: the role of the session this "
+              "opens (default: review).")
 @common
-def review_cmd(task_id: str, session: str | None, verdict: str, notes: str, as_json: bool,
-               repo: str | None) -> None:
-    """Answer an audit request for your role (read from the session id)."""
+def review_cmd(task_id: str, session: str | None, verdict: str, notes: str, role: str | None,
+               as_json: bool, repo: str | None) -> None:
+    """Answer an audit request for your role (read from the session id); without a
+    session, open one of --role."""
     from hunkwise.worker import session as core
 
     ctx = _ctx(repo)
     _autosync(ctx)
-    doc = core.review(ctx, task_id, session=session, verdict=verdict, notes=notes)
+    doc = core.review(ctx, task_id, session=session, verdict=verdict, notes=notes, role=role)
     _autosync(ctx)  # the verdict travels now
-    emit(doc, as_json, lambda d: f"{task_id}: {d['role']} {verdict} delivered")
+    emit(doc, as_json, lambda d: f"{task_id}: {d['role']} {verdict} delivered by {d['session']}"
+         f"\nexport COORD_SESSION={d['session']}")
 
 
 @cli.command()

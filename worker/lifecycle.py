@@ -85,7 +85,7 @@ def _may_take(task: Task, sess: str | None) -> None:
 
 
 def start(ctx: Ctx, task_id: str, *, session: str | None, role: str) -> dict[str, Any]:
-    from hunkwise.shared.signals import pending_for
+    from hunkwise.shared.signals import close, close_about, pending_for
 
     ttl = ctx.config.claims.ttl_seconds
     # What lies in the task's grants before it starts is not its work: read the tree before
@@ -145,7 +145,16 @@ def start(ctx: Ctx, task_id: str, *, session: str | None, role: str) -> dict[str
         handed = state.checkpoints.pop(f"handoff|{task_id}", None)
         task.reserved_for = None
         shown = handed or cp
-        sigs = [sig.public() for sig in pending_for(state, sess)]
+        mine = pending_for(state, sess)
+        if shown is cp and cp is not None:
+            # The checkpoint heads the brief; its signal is not shown a second time.
+            for sig in mine:
+                if sig.type == SignalType.CHECKPOINT and sig.about == task_id and sig.to == sess:
+                    close(sig, sess)
+            mine = [sig for sig in mine if sig.state == "pending"]
+        sigs = [sig.public() for sig in mine]
+        # A handoff asked for someone to take the task up: shown once more here, then closed.
+        close_about(state, SignalType.HANDOFF, task_id, sess)
         brief = task.public()
     notes = [n.model_dump() for n in task.notes]
     # Record the work in the tree, or say that what was recorded is gone.

@@ -15,6 +15,7 @@ from hunkwise.shared.context import (
     env_session,
     get_task,
     iso,
+    new_session,
     refuse_if_frozen,
     session_role,
 )
@@ -24,20 +25,54 @@ from hunkwise.shared.models import (
     Decision,
     ProposedCommit,
     Report,
+    Signal,
     SignalType,
     State,
     Task,
     TaskState,
 )
-from hunkwise.shared.signals import ack, check_target, check_type, pending_for, save_handoff, send
+from hunkwise.shared.signals import (
+    ack,
+    addressed_to,
+    audit_targets,
+    check_target,
+    check_type,
+    close_about,
+    pending_for,
+    save_handoff,
+    seen_by,
+    send,
+)
 from hunkwise.shared.tree import active_tasks, view
 
 
 def _need_session(session: str | None) -> str:
     s = session or env_session()
     if not s:
-        raise UsageError("no session: pass --session or set COORD_SESSION (worker start prints it)")
+        raise UsageError("no session: pass --session or set COORD_SESSION (worker start prints "
+                         "it; a reviewer gets one with worker start --role review)")
     return check_session(s)
+
+
+def open_session(ctx: Ctx, *, session: str | None, role: str | None) -> dict[str, Any]:
+    """`worker start` without a task: start a session (a reviewer's, typically) and show
+    the signals waiting for it. A given session id is started as it is."""
+    s = session or env_session()
+    if s is not None:
+        check_session(s)
+        if role is not None and session_role(s) != role:
+            raise UsageError(f"{s} is a session of role {session_role(s)!r}, not {role!r}")
+    elif role is None:
+        raise UsageError("worker start needs a task id, or --role R to start a session "
+                         "without one (worker start --role review)")
+    with store.transaction(ctx.lay) as state:
+        if s is None:
+            assert role is not None
+            s = new_session(state, role)
+        state.sessions[s] = store.now()
+        sigs = [sig.public() for sig in pending_for(state, s)]
+    return {"task": None, "session": s, "role": session_role(s), "checkpoint": None,
+            "signals": sigs, "notes": []}
 
 
 def _holder_session(task: Task, session: str | None) -> str:
@@ -52,9 +87,11 @@ def _holder_session(task: Task, session: str | None) -> str:
 
 
 def touch(state: State, session: str) -> None:
-    """Every worker command is a heartbeat for the claims its session holds."""
+    """Every worker command is a heartbeat for the claims its session holds. Only a
+    started session is recorded: naming one on a command line does not start it."""
     now = store.now()
-    state.sessions[session] = now
+    if session in state.sessions:
+        state.sessions[session] = now
     for t in state.tasks.values():
         if t.claim is not None and t.claim.session == session:
             t.claim = t.claim.model_copy(update={"heartbeat": now})
@@ -161,33 +198,60 @@ def signal(ctx: Ctx, *, session: str | None, to: str, kind: str, about: str,
     return {"signal": sig.public(), **_recorded(ctx, held)}
 
 
-def signals(ctx: Ctx, *, session: str | None, do_ack: bool) -> dict[str, Any]:
+def signals(ctx: Ctx, *, session: str | None, do_ack: bool,
+            everything: bool = False) -> dict[str, Any]:
+    """The session's pending signals; `everything`: its history too (closed, acknowledged,
+    archived), oldest first."""
     s = _need_session(session)
     with store.transaction(ctx.lay) as state:
         mine = pending_for(state, s)
         out = [sig.public() for sig in mine]
+        if everything:
+            out = [_as_seen(sig, s) for sig in state.signals if seen_by(sig, s)]
         if do_ack:
             for sig in mine:
                 ack(sig, s)
             touch(state, s)
         held = recovery.held_by(state, s)
+    if everything:
+        old = [Signal.model_validate(d) for d in store.archived(ctx.lay, "signal")]
+        out = [_as_seen(sig, s) for sig in old if seen_by(sig, s)] + out
     return {"session": s, "signals": out, "acked": do_ack, **_recorded(ctx, held)}
 
 
-def review(ctx: Ctx, task_id: str, *, session: str | None, verdict: str, notes: str) -> dict[str, Any]:
-    """An auditor's verdict: a report of its own in the inbox, no tree change, no claim."""
-    s = _need_session(session)
-    role = session_role(s)
+def _as_seen(sig: Signal, session: str) -> dict[str, Any]:
+    """A signal as this session sees it: delivered once it acknowledged it."""
+    d = sig.public()
+    if session in sig.acked_by:
+        d["state"] = "delivered"
+    return d
+
+
+def review(ctx: Ctx, task_id: str, *, session: str | None, verdict: str, notes: str,
+           role: str | None = None) -> dict[str, Any]:
+    """An auditor's verdict: a report of its own in the inbox, no tree change, no claim.
+
+    Taken only from a started session (`worker start --role R`, or the one this command
+    opens when none is given) that the audit request reached: a session id merely named
+    on the command line approves nothing.
+    """
+    given = session or env_session()
+    s = check_session(given) if given else None
     if verdict not in ("approve", "changes"):
         raise UsageError("--verdict is approve or changes")
     with store.locked(ctx.lay):
         state = store.load(ctx.lay)
         task = get_task(state, task_id)
         refuse_if_frozen(state, f"worker review {task_id}")
-        touch(state, s)
+        role = session_role(s) if s is not None else (role or "review")
         if role not in task.audit:
             asked = ", ".join(sorted(task.audit)) or "none"
             raise StateRefused(f"{task_id} asks no audit of role {role!r} (asked: {asked})")
+        if s is None:
+            s = new_session(state, role)
+            state.sessions[s] = store.now()
+        _may_judge(ctx, state, task, s, role)
+        touch(state, s)
         # A verdict is not a new revision of the work: it shares the work's revision number,
         # so it never supersedes the work report it is about.
         rev = max(task.revision, 1)
@@ -202,11 +266,34 @@ def review(ctx: Ctx, task_id: str, *, session: str | None, verdict: str, notes: 
             kind="review", role=role, verdict=verdict)
         path = inbox.deliver(ctx.lay.inbox, report.model_dump_json().encode(), task_id, rev)
         task.audit[role] = "approved" if verdict == "approve" else "changes"
+        # The request it answers is closed: for this session, and for its role.
+        close_about(state, SignalType.READY_FOR_REVIEW, task_id, s,
+                    lambda sig: addressed_to(sig, s) or sig.to.partition("@")[0] == role)
         send(state, sender=s, to="coordinator@*", kind=SignalType.REVIEWED, about=task_id,
              payload=f"{role}: {verdict}: {notes}")
         store.save(ctx.lay, state)
-    return {"task": task_id, "role": role, "verdict": verdict, "file": str(path),
+    return {"task": task_id, "session": s, "role": role, "verdict": verdict, "file": str(path),
             "audit": dict(task.audit)}
+
+
+def _may_judge(ctx: Ctx, state: State, task: Task, s: str, role: str) -> None:
+    """Refuse a verdict from a session never started, from the task's own worker, or from
+    a session the audit request was not addressed to."""
+    if s not in state.sessions:
+        raise StateRefused(f"{s} was never started: a verdict comes from a started session "
+                           f"(worker start --role {role} prints one; worker review without "
+                           "--session opens one)")
+    if s == task.session:
+        raise StateRefused(f"{s} did {task.id}'s work; another session audits it")
+    targets = audit_targets(state.signals, task.id, role)
+    if not targets:  # requests of a closed batch: the archive keeps them
+        old = [Signal.model_validate(d) for d in store.archived(ctx.lay, "signal")]
+        targets = audit_targets(old, task.id, role)
+    probe = [Signal(id="probe", sender="", to=t, type=SignalType.READY_FOR_REVIEW,
+                    about=task.id, created_at=0.0) for t in targets]
+    if targets and not any(addressed_to(p, s) for p in probe):
+        raise StateRefused(f"the audit of {task.id} by {role} was addressed to "
+                           f"{', '.join(targets)}, not {s}")
 
 
 def ask(ctx: Ctx, task_id: str, *, session: str | None, question: str, kind: str) -> dict[str, Any]:
