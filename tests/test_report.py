@@ -311,10 +311,11 @@ def test_done_options_reach_the_report(make_repo, worker) -> None:
     # The snapshot is a real tree holding the edit, kept reachable.
     assert git(repo, "cat-file", "-p", f"{report['snapshot']}:a.txt") == "A\n"
     assert report["snapshot"] in git(repo, "for-each-ref", "--format=%(objectname)", "refs/hunkwise/")
-    # Delivered once: a second `done` is refused by state and delivers nothing more.
-    again = worker(repo, "done", "t1")
-    assert again.code == 3, again.stdout + again.stderr
-    assert len(inbox_files(repo)) == 1
+    # A second `done` while the report is pending amends it: a new revision supersedes
+    # the first (the coordinator reads only the newest).
+    again = delivered(worker(repo, "done", "t1"))
+    assert again["revision"] == 2
+    assert len(inbox_files(repo)) == 2
 
 
 def test_done_before_start_is_refused(make_repo, worker) -> None:
