@@ -447,7 +447,9 @@ def decide(decision_id: str, answer: str, as_json: bool, repo: str | None) -> No
     from hunkwise.coordinator import sessions
 
     doc = sessions.decide(_ctx(repo), decision_id, answer)
-    emit(doc, as_json, lambda d: f"{decision_id}: answered")
+    emit(doc, as_json, lambda d: f"{decision_id}: answered" + (
+        f"; {d['reopened']} was blocked on it and can start again (worker start "
+        f"{d['reopened']})" if d.get("reopened") else ""))
 
 
 @cli.command(name="index")

@@ -143,6 +143,10 @@ def main() -> None:
     run(repo, "worker", "done", "task-001", "--commit-message", "Shout with !", session=s["task-001"])
     run(repo, "worker", "done", "task-002", "--commit-message", "Add version module",
         session=s["task-002"])
+    print("    (the version worker spots a mistake while its report still waits: it amends it)")
+    (repo / "version.py").write_text('VERSION = "1.0.0"\n')
+    run(repo, "worker", "done", "task-002", "--commit-message", "Add version module",
+        session=s["task-002"])
 
     say("A careless worker tries whole-tree git commands")
     run(repo, "git", "stash", ok=(1, 128))
@@ -164,7 +168,9 @@ def main() -> None:
     print("    (the exact patch accept would commit for this task, out of the shared tree:)")
     run(repo, "coord", "diff", "greet")
     run(repo, "coord", "accept", "greet", ok=(1,))
-    reviewer = "sess-20260101-0000-review@demo"
+    print("    (a reviewer starts a session of its own, reads the task's diff and answers)")
+    reviewer = session_of(run(repo, "worker", "start", "--role", "review"))
+    run(repo, "coord", "diff", "greet", "--stat")
     run(repo, "worker", "review", "greet", "--verdict", "approve", "--notes",
         "wording reads well", session=reviewer)
     run(repo, "coord", "accept", "greet")
@@ -181,6 +187,16 @@ def main() -> None:
     run(repo, "coord", "assign", "whisper", "--title", "Quieter whisper", "--expect",
         "whisper() adds ...", "--write", "app.py:12-15", "--write", "check_app.py")
     s["whisper"] = session_of(run(repo, "worker", "start", "whisper", "--role", "build"))
+
+    say("A fork only a human can decide: ask, report blocked, the supervisor answers, resume")
+    out = run(repo, "worker", "ask", "whisper", "--question", "Should whisper() end with '...'?",
+              "--kind", "scope", session=s["whisper"])
+    dec = out.split()[1].rstrip(";")
+    run(repo, "worker", "blocked", "whisper", "--reason", f"waiting for {dec}", session=s["whisper"])
+    run(repo, "coord", "next")
+    run(repo, "coord", "decisions")
+    run(repo, "coord", "decide", dec, "--answer", "Yes, three dots")
+    run(repo, "worker", "start", "whisper", session=s["whisper"])
     edit(repo, "check_app.py", '"x" in app.greet("x")', '"HALF-DONE" in app.greet("x")')
     run(repo, "coord", "freeze", ok=(3,))
     run(repo, "coord", "freeze", "--defer-running")
