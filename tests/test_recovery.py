@@ -303,10 +303,12 @@ APPENDER = textwrap.dedent("""
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("part", range(5))
 def test_discard_and_restore_race_an_appending_writer_and_lose_no_line(
-        make_repo, coord, worker, tmp_path) -> None:
-    """50 rounds: A's line 2 is recorded, destroyed, restored (retrying while the file
-    moves), discarded; meanwhile another process appends to the same file every few ms."""
+        make_repo, coord, worker, tmp_path, part: int) -> None:
+    """50 rounds in 5 parts of 10 (so the suite spreads them over its workers): A's line 2
+    is recorded, destroyed, restored (retrying while the file moves), discarded; meanwhile
+    another process appends to the same file every few ms."""
     from hunkwise.coordinator import decide, protect
     from hunkwise.shared.context import open_repo
     from hunkwise.shared.errors import StateRefused
@@ -358,7 +360,7 @@ def test_discard_and_restore_race_an_appending_writer_and_lose_no_line(
 
     try:
         wait_until(ready.exists, what="the appender")
-        for i in range(50):
+        for i in range(part * 10, part * 10 + 10):
             tid = f"A{i}"
             ok(coord(repo, "assign", tid, "--title", "t", "--expect", "e", "--write", "f.txt:1-3"))
             cli(worker, "start", tid)
@@ -377,7 +379,7 @@ def test_discard_and_restore_race_an_appending_writer_and_lose_no_line(
     lines = (repo / "f.txt").read_text().split("\n")
     appended = [x for x in lines if x.startswith("appended ")]
     assert appended == [f"appended {k}" for k in range(n)], "a line was lost or reordered"
-    assert n > 100
+    assert n > 20
     print(f"{n} lines appended, {refused} writes refused and retried")
 
 
