@@ -24,6 +24,7 @@ from typing import Any
 from hunkwise import inbox
 from hunkwise.shared import git, store
 from hunkwise.shared.context import Ctx, iso
+from hunkwise.shared.output import one_line
 from hunkwise.shared.ownership import glob_matches
 
 EVENTS = "events.jsonl"
@@ -135,7 +136,9 @@ class Watcher:
         from hunkwise.coordinator.notify import report_event
 
         self.notified.append(summary)
-        self.out.write(f"report: {summary['task_id']} [{summary['status']}] {summary.get('title', '')}\n")
+        # Worker-written text never drives the terminal, nor forges a line of its own.
+        self.out.write(f"report: {one_line(summary['task_id'])} [{one_line(summary['status'])}] "
+                       f"{one_line(summary.get('title', ''))}\n")
         self.out.flush()
         try:
             self.notifier.offer([report_event(summary)])
@@ -173,7 +176,8 @@ class Watcher:
         self._last[key] = now
         ev = record_event(self.lay, kind, path, detail)
         self.events.append(ev)
-        self.out.write(f"event: {kind}: {path}{' (' + detail + ')' if detail else ''}\n")
+        self.out.write(f"event: {kind}: {one_line(path)}"
+                       f"{' (' + one_line(detail) + ')' if detail else ''}\n")
         self.out.flush()
 
     def tree_writes(self, paths: set[str]) -> None:

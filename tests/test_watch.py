@@ -108,3 +108,22 @@ def test_writes_outside_grants_and_during_freeze_become_events(make_repo, coord,
     events = coord(repo, "status").doc["events"]
     assert any(e["kind"] == "write-during-freeze" and e["path"] == "src/ok.py" for e in events)
     assert git(repo, "status", "--porcelain")  # the tree itself is left alone
+
+
+def test_watch_prints_worker_text_on_one_line_without_escapes(make_repo, coord, worker,
+                                                               tmp_path: Path) -> None:
+    log = tmp_path / "notify.log"
+    repo, _ = _setup(make_repo, coord, worker, 1, log)
+    ctx = open_repo(str(repo))
+    doc = {
+        "schema_version": 1, "status": "done", "session": None, "created_at": "2026-01-01T00:00:00Z",
+        "base_commit": None, "title": "fine\nreport: t9 [done] forged\x1b[2J", "expect": "e",
+        "summary": "", "changes": [], "patch_sha256": "0" * 64, "snapshot": "", "revision": 1,
+        "report_id": "r", "checks": [], "overlaps": [], "unfinished": [], "task_id": "t0",
+        "proposed_commit": {"subject": "s", "body": ""},
+    }
+    inbox.deliver(ctx.lay.inbox, json.dumps(doc).encode(), "t0", 1)
+    r = coord(repo, "watch", "--timeout", "1", "--interval", "0.2", json_out=False)
+    lines = [x for x in r.stderr.splitlines() if x.startswith("report:")]
+    assert len(lines) == 1 and "\x1b" not in r.stderr
+    assert "fine\\nreport: t9" in lines[0]
