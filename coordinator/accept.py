@@ -20,78 +20,23 @@ import shutil
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hunkwise import inbox
 from hunkwise.coordinator.review import newest_report, validate
-from hunkwise.shared import diff, git, recovery, store
+from hunkwise.shared import git, recovery, store
 from hunkwise.shared.checks import failure_text, run_checks
+from hunkwise.shared.commitplan import Plan, plan_commit  # noqa: F401 - re-exported
 from hunkwise.shared.context import Ctx, get_task, iso
-from hunkwise.shared.diff import FileChange
 from hunkwise.shared.errors import CheckFailed, StateRefused
 from hunkwise.shared.models import Report, Task, TaskState
 from hunkwise.shared.recovery import kill_point
-from hunkwise.shared.tree import TreeView, active_tasks, sync_ranges, view
+from hunkwise.shared.tree import active_tasks, sync_ranges, view
 
 MAX_ATTEMPTS = 5
 _TRAILER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*: \S")
 COMMIT_LOCK_WAIT_S = 600.0
-
-
-@dataclass
-class Plan:
-    tree: str
-    entries: dict[str, tuple[str, str] | None]
-    paths: list[str]
-
-
-def _whole_entry(ch: FileChange) -> tuple[str, str] | None:
-    return None if ch.status == "D" else (ch.new_mode, ch.new_oid)
-
-
-def plan_commit(ctx: Ctx, tv: TreeView, task_id: str,
-                mine: list[FileChange] | None = None) -> Plan:
-    """The tree HEAD + exactly the task's changes, proven against the snapshot."""
-    if mine is None:
-        mine = tv.task_changes(task_id)
-    by_path = {c.path: c for c in tv.changes}
-    split = [c for c in mine if c.splittable and c.hunks]
-    split_paths = {c.path for c in split}
-    # Old texts of range-granted files were read for attribution already.
-    known = {c.old_oid: tv.old_texts[c.path] for c in split if c.path in tv.old_texts}
-    blobs = git.cat_blobs(ctx.repo, [c.old_oid for c in split if c.old_oid not in known]
-                          + [c.new_oid for c in split])
-    blobs.update(known)
-    entries: dict[str, tuple[str, str] | None] = {}
-    new_contents: list[bytes] = []
-    for c in mine:
-        if c.path in split_paths:
-            continue
-        entries[c.path] = _whole_entry(c)
-    for c in split:
-        full = by_path[c.path]
-        ids = {id(h) for h in c.hunks}
-        others = [h for h in full.hunks if id(h) not in ids]
-        try:
-            new = diff.splice(blobs[c.old_oid], c.hunks)
-            rest = diff.splice(new, diff.shift_hunks(others, c.hunks))
-        except ValueError as e:
-            raise CheckFailed(f"{c.path}: cannot separate {task_id}'s hunks ({e}); nothing committed") from None
-        if rest != blobs[c.new_oid]:
-            raise CheckFailed(f"{c.path}: HEAD + {task_id}'s hunks + the others' hunks does not "
-                              "give the working tree's bytes; nothing committed")
-        new_contents.append(new)
-    for c, oid in zip(split, git.hash_blobs(ctx.repo, new_contents), strict=True):
-        entries[c.path] = (c.new_mode, oid)
-    tree = git.build_tree(ctx.repo, tv.snap.head_tree, entries)
-    got = set(diff.changed_paths(ctx.repo, tv.snap.head_tree, tree))
-    want = {c.path for c in mine}
-    if got != want:
-        raise CheckFailed(f"self-check failed: the commit would touch {sorted(got ^ want)[:5]} "
-                          "beyond the task's changes; nothing committed")
-    return Plan(tree=tree, entries=entries, paths=sorted(entries))
 
 
 def commit_message(task: Task, report: Report, message: str | None,

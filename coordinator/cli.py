@@ -223,7 +223,7 @@ def next_cmd(with_diff: bool, as_json: bool, repo: str | None) -> None:
     doc = review.next_report(ctx)
     n = doc["next"]
     if with_diff and n is not None and n["report"].get("kind") != "review":
-        from hunkwise.coordinator.diffview import task_diff
+        from hunkwise.shared.diffview import task_diff
 
         doc["diff"] = task_diff(ctx, n["report"]["task_id"])
 
@@ -250,7 +250,7 @@ def next_cmd(with_diff: bool, as_json: bool, repo: str | None) -> None:
 @common
 def diff_cmd(task_id: str, stat: bool, from_snapshot: bool, as_json: bool, repo: str | None) -> None:
     """Exactly the patch `coord accept ID` would commit now."""
-    from hunkwise.coordinator.diffview import snapshot_diff, task_diff
+    from hunkwise.shared.diffview import snapshot_diff, task_diff
     from hunkwise.shared.sync import is_mirrored
 
     ctx = _ctx(repo)

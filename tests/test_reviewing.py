@@ -90,3 +90,16 @@ def test_a_summary_cannot_forge_a_line_of_coord_next(make_repo, coord, worker):
     assert "validation: ok" not in out.split("\n")
     assert "validation: NOT ok" in out and "\x1b" not in out
     assert "done\\nvalidation: ok" in out
+
+
+def test_worker_review_without_a_verdict_shows_the_tasks_diff(make_repo, coord, worker):
+    repo = make_repo({"f.txt": numbered(10)})
+    begin(coord, worker, repo, "A", "f.txt:1-5")
+    begin(coord, worker, repo, "B", "f.txt:6-10")
+    write(repo, "f.txt", numbered(10).replace("line 2\n", "line two\n")
+          .replace("line 8\n", "line eight\n"))
+    ok(worker(repo, "done", "A"))
+    ok(coord(repo, "audit", "A", "--roles", "review"))
+    r = worker(repo, "review", "A", json_out=False)
+    assert r.code == 0 and "+line two" in r.stdout and "line eight" not in r.stdout
+    assert "f.txt" in worker(repo, "review", "A", "--stat", json_out=False).stdout

@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 from hunkwise.shared.cli import common, exit_process, run, sync_command, version_option
+from hunkwise.shared.errors import CoordError
 from hunkwise.shared.output import emit
 
 
@@ -228,19 +229,35 @@ def signals(session: str | None, do_ack: bool, everything: bool, as_json: bool,
 @cli.command(name="review")
 @click.argument("task_id")
 @_session_opt
-@click.option("--verdict", type=click.Choice(["approve", "changes"]), required=True)
+@click.option("--verdict", type=click.Choice(["approve", "changes"]), default=None,
+              help="Your verdict; without it, print the task's diff to review.")
 @click.option("--notes", default="", help="What you found.")
 @click.option("--role", default=None, help="Without a session: the role of the session this "
               "opens (default: review).")
+@click.option("--stat", is_flag=True, help="With no verdict: a summary per file.")
 @common
-def review_cmd(task_id: str, session: str | None, verdict: str, notes: str, role: str | None,
-               as_json: bool, repo: str | None) -> None:
-    """Answer an audit request for your role (read from the session id); without a
-    session, open one of --role."""
+def review_cmd(task_id: str, session: str | None, verdict: str | None, notes: str,
+               role: str | None, stat: bool, as_json: bool, repo: str | None) -> None:
+    """Read a task's diff (no --verdict), then answer the audit request for your role
+    (read from the session id); without a session, open one of --role."""
     from hunkwise.worker import session as core
 
     ctx = _ctx(repo)
     _autosync(ctx)
+    if verdict is None:
+        from hunkwise.shared.diffview import snapshot_diff, task_diff
+
+        # Exactly what accept would commit; from the report's pushed snapshot when the
+        # task's edits are not in this machine's tree.
+        shown = task_diff(ctx, task_id, stat=stat)
+        if not shown["files"]:
+            try:
+                shown = snapshot_diff(ctx, task_id, stat=stat)
+            except CoordError:
+                pass  # no report anywhere either: nothing to review yet
+        emit(shown, as_json, lambda d: (d.get("stat") if stat else d["patch"])
+             or f"{task_id}: no changes to review")
+        return
     doc = core.review(ctx, task_id, session=session, verdict=verdict, notes=notes, role=role)
     _autosync(ctx)  # the verdict travels now
     emit(doc, as_json, lambda d: f"{task_id}: {d['role']} {verdict} delivered by {d['session']}"

@@ -1,4 +1,5 @@
-"""`coord diff ID`: exactly the patch `coord accept ID` would commit now.
+"""A task's diff: exactly the patch `coord accept ID` would commit now (`coord diff`,
+`coord next --diff`, and a reviewer's `worker review`).
 
 The same selection as accept (what the task owns, plus the ambiguous changes its newest
 report claims, minus what it inherited), spliced onto HEAD the same way, then shown by
@@ -21,7 +22,7 @@ SHOW = ("--no-ext-diff", "--no-textconv", "--no-color", "-M", "--full-index")
 
 
 def task_diff(ctx: Ctx, task_id: str, *, stat: bool = False) -> dict[str, Any]:
-    from hunkwise.coordinator.accept import plan_commit
+    from hunkwise.shared.commitplan import plan_commit
 
     state = store.load(ctx.lay)
     task = get_task(state, task_id)
@@ -83,7 +84,7 @@ def snapshot_diff(ctx: Ctx, task_id: str, *, stat: bool = False) -> dict[str, An
     The same selection and splice as accept, on a view of base -> snapshot with every
     active task's grants mapped to the base.
     """
-    from hunkwise.coordinator.accept import plan_commit
+    from hunkwise.shared.commitplan import plan_commit
     from hunkwise.shared import diff, remote, sync
     from hunkwise.shared.ownership import attribute
     from hunkwise.shared.tree import TreeView
