@@ -137,6 +137,20 @@ def fill_inbox(inbox_dir: Path, template: bytes, task_ids: list[str], count: int
         assert entry is not None and entry.task_id == tid and entry.revision == rev, path.name
         assert report.task_id == tid and report.revision == rev
         names.append(path.name)
+    # Revisions come from the state (a report whose revision it never handed out is
+    # quarantined as forged): hand out the fillers' revisions as `worker done` does.
+    from hunkwise.shared import store
+
+    last = {}
+    for name in names:
+        entry = inbox.maildir._entry(inbox_dir / "new" / name, "new")
+        assert entry is not None
+        if entry.revision == revs[entry.task_id]:
+            last[entry.task_id] = name
+    with store.transaction(store.Layout(repo=inbox_dir.parent, root=inbox_dir.parent)) as state:
+        for tid, rev in revs.items():
+            state.tasks[tid].revision = max(state.tasks[tid].revision, rev)
+            state.tasks[tid].last_report = last[tid]
     return names
 
 

@@ -267,8 +267,12 @@ def attribute(changes: Sequence[FileChange], tasks: Sequence[Task],
         for g in merged_ranges(t.grants):
             ranges.setdefault(g.path, []).append((t.id, g))
         globs += [(t.id, g) for g in t.grants if g.kind == "glob"]
+    # A glob can only match paths under its literal prefix: test that first (a string
+    # compare), so every changed file does not meet every glob grant's matcher.
+    prefixed = [(tid, g, _literal_prefix(g.path)) for tid, g in globs]
     for ch in changes:
-        glob_owners = sorted({tid for tid, g in globs if glob_matches(g.path, ch.path)})
+        glob_owners = sorted({tid for tid, g, pre in prefixed
+                              if ch.path.startswith(pre) and glob_matches(g.path, ch.path)})
         range_grants = ranges.get(ch.path, [])
         if not ch.splittable or not ch.hunks:
             owners = glob_owners
