@@ -181,8 +181,15 @@ def lines_of(h: Any) -> str | None:
 def status(ctx: Ctx, *, everything: bool = False) -> dict[str, Any]:
     """Active tasks and this batch's finished ones (`everything`: every task ever).
 
-    Reads only: ranges are re-mapped to HEAD in memory, the state is not written.
+    Reads only: ranges are re-mapped to HEAD in memory, the state is not written, with one
+    exception: what a crashed `coord accept` left (its journal) is repaired first, as by
+    any next command.
     """
+    repaired = None
+    if (ctx.lay.root / "accept.json").exists():
+        from hunkwise.coordinator.accept import repair
+
+        repaired = repair(ctx)
     state = store.load(ctx.lay)
     sync_ranges(ctx.repo, state)
     now = time.time()
@@ -225,6 +232,7 @@ def status(ctx: Ctx, *, everything: bool = False) -> dict[str, Any]:
         "unowned": unowned,
         "conflicts": conflicts,
         "ambiguous": ambiguous,
+        "repaired": repaired,
         "hidden_tasks": len(state.tasks) - len(shown),
         "index_dirty": bool(staged),
         "staged": staged,

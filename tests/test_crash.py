@@ -41,7 +41,7 @@ def _leftovers(repo: Path) -> list[str]:
 
 
 @pytest.mark.parametrize("step", STEPS)
-@pytest.mark.parametrize("then", ["next", "accept"])
+@pytest.mark.parametrize("then", ["next", "accept", "status"])
 def test_accept_killed_at_each_step_is_repaired_by_the_next_command(
         make_repo, coord, worker, step: str, then: str) -> None:
     repo = make_repo({"a.txt": numbered(5), "b.txt": numbered(5)})
