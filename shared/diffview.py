@@ -37,16 +37,21 @@ def task_diff(ctx: Ctx, task_id: str, *, stat: bool = False) -> dict[str, Any]:
     if not sel.changes:
         return doc
     plan = plan_commit(ctx, tv, task_id, sel.changes)
-    base = tv.snap.head_tree
-    numstat = git.run(ctx.repo, "diff-tree", "-r", "-z", "--numstat", *SHOW, base, plan.tree)
+    return _shown(ctx, doc, tv.snap.head_tree, plan.tree, stat)
+
+
+def _shown(ctx: Ctx, doc: dict[str, Any], base: str, tree: str, stat: bool) -> dict[str, Any]:
+    """Fill `doc` with git's own view of base -> tree: per-file counts, and the patch or
+    the stat."""
+    numstat = git.run(ctx.repo, "diff-tree", "-r", "-z", "--numstat", *SHOW, base, tree)
     doc["files"] = _numstat(numstat)
     if stat:
         doc["stat"] = git.run(ctx.repo, "diff-tree", "-r", "--stat=100", *SHOW, base,
-                              plan.tree).decode("utf-8", "replace")
+                              tree).decode("utf-8", "replace")
     else:
         doc["patch"] = git.run(ctx.repo, "diff-tree", "-r", "-p", "--binary", *SHOW, base,
-                               plan.tree).decode("utf-8", "surrogateescape")
-    doc["tree"] = plan.tree
+                               tree).decode("utf-8", "surrogateescape")
+    doc["tree"] = tree
     return doc
 
 
@@ -117,13 +122,4 @@ def snapshot_diff(ctx: Ctx, task_id: str, *, stat: bool = False) -> dict[str, An
     if not sel.changes:
         return doc
     plan = plan_commit(ctx, tv, task_id, sel.changes)
-    numstat = git.run(ctx.repo, "diff-tree", "-r", "-z", "--numstat", *SHOW, base_tree, plan.tree)
-    doc["files"] = _numstat(numstat)
-    if stat:
-        doc["stat"] = git.run(ctx.repo, "diff-tree", "-r", "--stat=100", *SHOW, base_tree,
-                              plan.tree).decode("utf-8", "replace")
-    else:
-        doc["patch"] = git.run(ctx.repo, "diff-tree", "-r", "-p", "--binary", *SHOW, base_tree,
-                               plan.tree).decode("utf-8", "surrogateescape")
-    doc["tree"] = plan.tree
-    return doc
+    return _shown(ctx, doc, base_tree, plan.tree, stat)
