@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -108,6 +109,9 @@ class _Done:
     key: Key  # what it holds now: ours
 
 
+SETTLE_S = 0.01
+
+
 def write_entries(repo: Path, entries: Mapping[str, tuple[str, str] | None],
                   expect: Mapping[str, str | None] | None = None) -> None:
     """Set each path of the working tree to a blob (mode, oid), or remove it (None).
@@ -159,6 +163,15 @@ def write_entries(repo: Path, entries: Mapping[str, tuple[str, str] | None],
             with contextlib.suppress(OSError):
                 d.rmdir()
         raise
+    # A writer that opened a file before it was replaced writes into the old file (kept
+    # as the .bak link) a moment later: give such writes a moment to land, look once
+    # more, and put the old file back rather than lose them.
+    if any(d_.bak is not None for d_ in done):
+        time.sleep(SETTLE_S)
+        late = [d_ for d_ in done if d_.bak is not None and _key(d_.bak) != keys[d_.path]]
+        if late:
+            _roll_back(done)
+            raise _changed(late[0].path)
     for d_ in done:
         if d_.bak is not None:
             with contextlib.suppress(FileNotFoundError):
