@@ -24,7 +24,7 @@ from pathlib import Path
 
 from hunkwise.shared.errors import UsageError
 from hunkwise.shared.models import Report
-from hunkwise.shared.store import fsync_dir, strict_json_loads
+from hunkwise.shared.store import fsync_dir, parse_untrusted
 
 MAX_REPORT_BYTES = 16 * 1024 * 1024
 _NAME_RE = re.compile(r"^(?P<t>\d{1,20})\.P\d+R[0-9a-f]+\.[A-Za-z0-9_.-]+,task=(?P<task>[A-Za-z0-9_.-]{1,64}),rev=(?P<rev>\d{1,9})$")
@@ -136,18 +136,8 @@ def read_report(path: Path) -> Report:
         raise UsageError(f"{path.name}: unreadable ({e.strerror})") from None
     finally:
         os.close(fd)
-    if len(data) > MAX_REPORT_BYTES:
-        raise UsageError(f"{path.name}: over the {MAX_REPORT_BYTES} byte limit")
-    try:
-        doc = strict_json_loads(data)
-    except (ValueError, RecursionError) as e:
-        raise UsageError(f"{path.name}: not valid JSON ({str(e)[:200]})") from None
-    try:
-        return Report.model_validate(doc)
-    except ValueError as e:
-        first = str(e).splitlines()
-        detail = "; ".join(first[1:3]) if len(first) > 2 else str(e)
-        raise UsageError(f"{path.name}: does not match the report schema ({detail[:300]})") from None
+    report: Report = parse_untrusted(data, Report, path.name, MAX_REPORT_BYTES, "report")
+    return report
 
 
 def archive(entry: Entry) -> Path:

@@ -81,18 +81,7 @@ def _quarantine(ctx: Ctx, machine: str, path: str, data: bytes, reason: str,
 
 
 def _parse(data: bytes, model: Any, what: str) -> Any:
-    if len(data) > MAX_RECORD_BYTES:
-        raise UsageError(f"{what}: over the {MAX_RECORD_BYTES} byte limit")
-    try:
-        doc = store.strict_json_loads(data)
-    except (ValueError, RecursionError) as e:
-        raise UsageError(f"{what}: not valid JSON ({str(e)[:200]})") from None
-    try:
-        return model.model_validate(doc)
-    except ValueError as e:
-        lines = str(e).splitlines()
-        raise UsageError(f"{what}: does not match the schema "
-                         f"({'; '.join(lines[1:3])[:300]})") from None
+    return store.parse_untrusted(data, model, what, MAX_RECORD_BYTES)
 
 
 def _read_report(ctx: Ctx, name: str, data: bytes) -> Report:

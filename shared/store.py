@@ -21,6 +21,24 @@ from .errors import StateRefused, UsageError
 from .models import STATE_VERSION, State
 
 
+def parse_untrusted(data: bytes, model: Any, what: str, limit: int, kind: str = "") -> Any:
+    """Bytes from a process hunkwise does not trust (a worker's report, another machine's
+    record) as a strict model: a size cap, strict JSON, the schema; one line on failure."""
+    if len(data) > limit:
+        raise UsageError(f"{what}: over the {limit} byte limit")
+    try:
+        doc = strict_json_loads(data)
+    except (ValueError, RecursionError) as e:
+        raise UsageError(f"{what}: not valid JSON ({str(e)[:200]})") from None
+    try:
+        return model.model_validate(doc)
+    except ValueError as e:
+        lines = str(e).splitlines()
+        detail = "; ".join(lines[1:3]) if len(lines) > 2 else str(e)
+        schema = f"the {kind} schema" if kind else "the schema"
+        raise UsageError(f"{what}: does not match {schema} ({detail[:300]})") from None
+
+
 def fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:
