@@ -37,8 +37,9 @@ _REDIRS = ("<<<", "<<-", "<<", "<>", "<&", ">>", ">&", ">|", "&>>", "&>", "<", "
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-]")
 
 
-def _match_paren(text: str, i: int) -> int:
-    """Index of the `)` closing the `(` at i, skipping quotes and escapes."""
+def _match(text: str, i: int, opening: str, closing: str, quotes: str, what: str) -> int:
+    """Index of the `closing` that balances the `opening` at i, skipping single quotes,
+    escapes and the `quotes` given (whose own substitutions nest)."""
     depth, n = 0, len(text)
     while i < n:
         c = text[i]
@@ -51,17 +52,22 @@ def _match_paren(text: str, i: int) -> int:
                 raise Unparsable("unterminated quote")
             i = j + 1
             continue
-        if c in "\"`":
+        if c in quotes:
             i = _skip_quoted(text, i, c)
             continue
-        if c == "(":
+        if c == opening:
             depth += 1
-        elif c == ")":
+        elif c == closing:
             depth -= 1
             if depth == 0:
                 return i
         i += 1
-    raise Unparsable("unbalanced parenthesis")
+    raise Unparsable(f"unbalanced {what}")
+
+
+def _match_paren(text: str, i: int) -> int:
+    """Index of the `)` closing the `(` at i."""
+    return _match(text, i, "(", ")", "\"`", "parenthesis")
 
 
 def _skip_quoted(text: str, i: int, q: str) -> int:
@@ -82,29 +88,8 @@ def _skip_quoted(text: str, i: int, q: str) -> int:
 
 
 def _match_brace(text: str, i: int) -> int:
-    depth, j = 0, i
-    while j < len(text):
-        c = text[j]
-        if c == "\\":
-            j += 2
-            continue
-        if c == "'":
-            k = text.find("'", j + 1)
-            if k < 0:
-                raise Unparsable("unterminated quote")
-            j = k + 1
-            continue
-        if c == '"':
-            j = _skip_quoted(text, j, c)
-            continue
-        if c == "{":
-            depth += 1
-        elif c == "}":
-            depth -= 1
-            if depth == 0:
-                return j
-        j += 1
-    raise Unparsable("unbalanced brace")
+    """Index of the `}` closing the `{` at i."""
+    return _match(text, i, "{", "}", '"', "brace")
 
 
 def lex(text: str) -> Lexed:
