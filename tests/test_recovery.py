@@ -293,8 +293,10 @@ APPENDER = textwrap.dedent("""
     open(ready, "w").close()
     while not os.path.exists(stop) and time.monotonic() < deadline:
         for _ in range(random.randint(1, 8)):  # a burst, a few ms apart
-            with open(path, "a") as f:
-                f.write(f"appended {n}\\n")
+            # One O_APPEND write, as a logger does: the file is open for one system call.
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+            os.write(fd, f"appended {n}\\n".encode())
+            os.close(fd)
             n += 1
             time.sleep(0.003)
         time.sleep(random.choice((0.003, 0.01, 0.05, 0.1)))
