@@ -47,12 +47,42 @@ def _matcher(pattern: str) -> Callable[[str], bool]:
     return lambda path: bool(spec.match_file(path))
 
 
+_PLAIN = re.compile(r"[^*?\[\\]+")
+
+
+@functools.lru_cache(maxsize=4096)
+def _plain(pattern: str) -> tuple[str, bool] | None:
+    """(directory or file, only what lies below it) for the two shapes most grants take:
+    a literal path (`src/app.py`, `docs/`) and a literal directory's `/**`; None for
+    anything else. Those two shapes are decided with string compares, exactly as
+    pathspec decides them (a property test holds the two to each other)."""
+    p = pattern[1:] if pattern.startswith("/") else pattern
+    below = p.endswith("/**")
+    if below:
+        p = p[:-3]
+    elif p.endswith("/"):
+        p, below = p[:-1], True
+    if (not p or not _PLAIN.fullmatch(p) or p[0] in "!#" or p.endswith(" ") or "//" in p
+            or any(part in (".", "..") for part in p.split("/"))):
+        return None
+    return p, below
+
+
 def glob_matches(pattern: str, path: str) -> bool:
     """Does a root-anchored gitignore-style pattern cover this file?
 
     As in gitignore, a pattern that matches a directory covers everything below it:
     `src/*` covers `src/sub/b.py` through `src/sub`.
     """
+    plain = _plain(pattern)
+    if plain is not None:
+        where, below = plain
+        return path.startswith(where) and (
+            path[len(where):len(where) + 1] == "/" if len(path) > len(where) else not below)
+    return _glob_matches(pattern, path)
+
+
+def _glob_matches(pattern: str, path: str) -> bool:
     match = _matcher(pattern)
     if match(path):
         return True

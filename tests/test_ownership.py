@@ -470,3 +470,27 @@ def test_deleting_the_whole_range_leaves_an_insertion_point(make_repo: MakeRepo)
     hunks = hunks_between(make_repo, "".join(rows), "".join(rows[:4] + rows[8:]))  # drop 5-8
     s, e = map_range(5, 8, hunks)
     assert e == s - 1 == 4
+
+
+def test_literal_grants_match_exactly_as_pathspec_does() -> None:
+    """Literal paths, `dir/` and `dir/**` are decided with string compares (they are most
+    grants, met by every changed file); every other pattern goes through pathspec. Over
+    every pattern and path built from these parts, both must answer alike."""
+    import itertools
+
+    from hunkwise.shared import ownership
+
+    parts = ["a", "b", "ab", "a.py", "a b", "é", "-x"]
+    odd = ["!a", "#a", "a ", ".", "..", "a\\b", "a*", "[ab]", "a?"]
+    stems = ["/".join(c) for n in (1, 2, 3) for c in itertools.product(parts[:4], repeat=n)]
+    stems += [f"{s}/{o}" for s in ("a", "a/b") for o in odd] + odd + ["a//b", "a/é/-x", "a b/a"]
+    patterns = [lead + s + tail for s in stems for lead in ("", "/") for tail in ("", "/", "/**")]
+    paths = ["/".join(c) for n in (1, 2, 3, 4) for c in itertools.product(parts[:4], repeat=n)]
+    paths += ["a b/a", "é/a", "a/é/-x/y", "a/", "a/b/", "ab/", "a.py/x"]
+    plain = 0
+    for pattern in patterns:
+        plain += ownership._plain(pattern) is not None
+        for path in paths:
+            assert ownership.glob_matches(pattern, path) == ownership._glob_matches(pattern, path), \
+                (pattern, path)
+    assert plain > len(patterns) // 2  # the string compares did decide most of them
