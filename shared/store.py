@@ -11,7 +11,7 @@ import json
 import os
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -187,22 +187,55 @@ def locked(lay: Layout, timeout: float | None = None, name: str = "lock") -> Ite
     restore) for their whole run, so no one validates between a HEAD move and the index
     update that follows it; workers never wait for it.
     """
-    import portalocker
-
     ensure(lay)
     wait = float(os.environ.get("COORD_LOCK_TIMEOUT", "30")) if timeout is None else timeout
     path = lay.root / name
-    try:
-        lock = portalocker.Lock(str(path), mode="a", timeout=wait,
-                                check_interval=0.01, flags=portalocker.LOCK_EX | portalocker.LOCK_NB)
-        lock.acquire()
-    except portalocker.exceptions.LockException:
+    release = _acquire(path, wait)
+    if release is None:
         raise StateRefused(f"lock {path} is held by another process "
-                           f"(waited {wait:g}s); try again") from None
+                           f"(waited {wait:g}s); try again")
     try:
         yield
     finally:
-        lock.release()
+        release()
+
+
+def _acquire(path: Path, wait: float) -> Callable[[], None] | None:
+    """Take the exclusive lock on `path` within `wait` seconds (None when it stays held).
+
+    On POSIX this is `flock`, tried without blocking every 5 ms (never a signal-based
+    timeout, which a thread could not use); elsewhere portalocker does the same. flock is
+    called directly where it exists because portalocker's import alone cost every
+    command more than the lock itself.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        import portalocker
+
+        lock = portalocker.Lock(str(path), mode="a", timeout=wait, check_interval=0.01,
+                                flags=portalocker.LOCK_EX | portalocker.LOCK_NB)
+        try:
+            lock.acquire()
+        except portalocker.exceptions.LockException:
+            return None
+        return lock.release
+
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                os.close(fd)
+                return None
+            time.sleep(0.005)
+            continue
+        except BaseException:
+            os.close(fd)
+            raise
+        return lambda: os.close(fd)  # closing the descriptor releases the lock
 
 
 @contextlib.contextmanager
