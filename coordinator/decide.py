@@ -7,8 +7,8 @@ from typing import Any
 from hunkwise import inbox
 from hunkwise.shared import diff, git, recovery, store
 from hunkwise.shared.context import Ctx, get_task
-from hunkwise.shared.errors import StateRefused, UsageError
 from hunkwise.shared.diff import FileChange
+from hunkwise.shared.errors import StateRefused, UsageError
 from hunkwise.shared.models import Note, TaskState, report_path
 from hunkwise.shared.tree import (
     TreeView,

@@ -31,7 +31,6 @@ from hunkwise.coordinator.gitallow import DIRECT, PAGERS, Blocked, check_git
 from hunkwise.coordinator.shell import Simple, Unparsable, Word, lex, simple_commands
 from hunkwise.shared.models import Grant
 
-
 # ---- judging a command line -------------------------------------------------------------
 
 _KEYWORDS = {"!", "{", "}", "then", "do", "else", "elif", "if", "while", "until", "[[", "]]"}

@@ -21,8 +21,8 @@ import json
 import os
 import re
 import time
-from pathlib import Path
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from hunkwise.shared import store

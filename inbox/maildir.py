@@ -15,13 +15,12 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import secrets
-import socket
 import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from hunkwise.shared.context import hostname
 from hunkwise.shared.errors import UsageError
 from hunkwise.shared.models import Report
 from hunkwise.shared.store import fsync_dir, parse_untrusted
@@ -45,7 +44,7 @@ class Entry:
 
 
 def _host() -> str:
-    return re.sub(r"[^A-Za-z0-9_-]", "-", socket.gethostname())[:64] or "host"
+    return re.sub(r"[^A-Za-z0-9_-]", "-", hostname())[:64] or "host"
 
 
 def deliver(inbox: Path, payload: bytes, task_id: str, revision: int) -> Path:
@@ -55,7 +54,7 @@ def deliver(inbox: Path, payload: bytes, task_id: str, revision: int) -> Path:
                          f"{MAX_REPORT_BYTES} byte limit")
     for sub in ("tmp", "new", "cur", "quarantine"):
         (inbox / sub).mkdir(parents=True, exist_ok=True)
-    name = (f"{time.time_ns():020d}.P{os.getpid()}R{secrets.token_hex(6)}.{_host()}"
+    name = (f"{time.time_ns():020d}.P{os.getpid()}R{os.urandom(6).hex()}.{_host()}"
             f",task={task_id},rev={revision}")
     tmp = inbox / "tmp" / name
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)

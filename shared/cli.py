@@ -52,6 +52,15 @@ def run(group: click.Group, prog: str, argv: Sequence[str] | None = None) -> int
     _json_seen = False
     args = list(sys.argv[1:] if argv is None else argv)
     try:
+        return _run(group, prog, args)
+    finally:
+        from . import git
+
+        git.close_readers()
+
+
+def _run(group: click.Group, prog: str, args: list[str]) -> int:
+    try:
         rv = group.main(args=args, standalone_mode=False, prog_name=prog)
         return rv if isinstance(rv, int) else 0
     except CoordError as e:

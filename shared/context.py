@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
-import socket
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -60,10 +59,20 @@ def get_task(state: State, task_id: str, lay: store.Layout | None = None) -> Tas
     return task
 
 
+def hostname() -> str:
+    """This machine's host name (os.uname: the socket module's import is not needed for it)."""
+    try:
+        return os.uname().nodename
+    except AttributeError:  # pragma: no cover - Windows
+        import socket
+
+        return socket.gethostname()
+
+
 def machine_name() -> str:
     """This machine's name in session ids and sync refs: `$HUNKWISE_MACHINE`, else the
     host name (two clones on one host act as two machines by setting it)."""
-    name = os.environ.get("HUNKWISE_MACHINE", "").strip() or socket.gethostname().split(".")[0]
+    name = os.environ.get("HUNKWISE_MACHINE", "").strip() or hostname().split(".")[0]
     return re.sub(r"[^A-Za-z0-9_-]", "-", name)[:64].strip("-") or "machine"
 
 

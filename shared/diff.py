@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import shutil
 import stat
 import tempfile
@@ -217,12 +218,40 @@ def _parse_raw(raw: bytes) -> list[FileChange]:
     return changes
 
 
+_OID = re.compile(r"(?:[0-9a-f]{40}|[0-9a-f]{64})")
+_RAW: dict[tuple[str, str, str], bytes] = {}
+
+
+def _raw(repo: Path, old: str, new: str) -> bytes:
+    """The raw diff (paths, modes, object ids) between two trees or commits.
+
+    Kept for the rest of the command when both are object ids: objects never change, so
+    the answer cannot either, and a command that reads one pair twice (a snapshot's
+    re-read and its diff; an accept's self-check and its range re-mapping) runs git once.
+    """
+    key = (str(repo), old, new)
+    raw = _RAW.get(key)
+    if raw is None:
+        raw = git.run(repo, "diff-tree", "-r", "-z", "--raw", "--no-renames", "--full-index",
+                      old, new)
+        if _OID.fullmatch(old) and _OID.fullmatch(new):
+            if len(_RAW) >= 64:
+                _RAW.clear()
+            _RAW[key] = raw
+    return raw
+
+
+def _under(path: str, paths: Sequence[str]) -> bool:
+    """Does a literal pathspec list select `path` (the path itself, or a directory above)?"""
+    return any(path == p or path.startswith(p.rstrip("/") + "/") for p in paths)
+
+
 def diff_trees(repo: Path, old: str, new: str, paths: Sequence[str] | None = None) -> list[FileChange]:
     """Every changed path between two trees, with -U0 hunks for text content changes."""
     spec: tuple[str, ...] = ("--", *paths) if paths else ()
-    raw = git.run(repo, "diff-tree", "-r", "-z", "--raw", "--no-renames", "--full-index",
-                  old, new, *spec, env={"GIT_LITERAL_PATHSPECS": "1"})
-    changes = _parse_raw(raw)
+    changes = _parse_raw(_raw(repo, old, new))
+    if paths:
+        changes = [c for c in changes if _under(c.path, paths)]
     if not changes:
         return changes
     patch = git.run(repo, "diff-tree", "-r", "-p", "-U0", *git.DIFF_PINS, old, new, *spec,
@@ -350,7 +379,7 @@ def _reread_agrees(repo: Path, base: str, tree: str) -> bool:
     read again while their stat data stays the same?"""
     import time
 
-    changes = _parse_raw(git.run(repo, "diff-tree", "-r", "-z", "--no-renames", base, tree))
+    changes = _parse_raw(_raw(repo, base, tree))
     full = {c.path: os.path.join(repo, c.path) for c in changes}
     since = time.monotonic()
     before = {p: _stat_key(f) for p, f in full.items()}
@@ -492,5 +521,4 @@ def blob_hunks(repo: Path, old_oid: str, new_oid: str) -> list[Hunk]:
 
 def changed_paths(repo: Path, old: str, new: str) -> list[str]:
     """Paths that differ between two trees (no content diff)."""
-    out = git.run(repo, "diff-tree", "-r", "-z", "--name-only", "--no-renames", old, new)
-    return [os.fsdecode(p) for p in out.split(b"\0") if p]
+    return [c.path for c in _parse_raw(_raw(repo, old, new))]

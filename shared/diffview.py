@@ -89,8 +89,8 @@ def snapshot_diff(ctx: Ctx, task_id: str, *, stat: bool = False) -> dict[str, An
     The same selection and splice as accept, on a view of base -> snapshot with every
     active task's grants mapped to the base.
     """
-    from hunkwise.shared.commitplan import plan_commit
     from hunkwise.shared import diff, remote, sync
+    from hunkwise.shared.commitplan import plan_commit
     from hunkwise.shared.ownership import attribute
     from hunkwise.shared.tree import TreeView
 

@@ -185,43 +185,126 @@ def linked_worktree_of(repo: Path) -> Path | None:
     return d.common.parent
 
 
+class _Reader:
+    """One `git cat-file --batch` process kept open for the whole command (as git-revise
+    does): every object and revision this command reads goes through it, instead of a
+    process per lookup. Requests go out in chunks that fit a pipe's buffer, each chunk's
+    answers read before the next goes out, so neither side can block the other. Each
+    request is resolved when git reads it: a ref moved meanwhile is seen moved, an
+    object written meanwhile is found."""
+
+    CHUNK = 128
+
+    def __init__(self, repo: Path) -> None:
+        import threading
+
+        self.lock = threading.Lock()
+        self.proc = subprocess.Popen(("git", *_CONFIG_PINS, "cat-file", "--batch"),
+                                     cwd=str(repo), stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     env=_base_env(None))
+
+    def read(self, names: Sequence[str]) -> list[tuple[str, str, bytes] | None]:
+        """(oid, type, content) of each name, or None where git has no such object."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        out: list[tuple[str, str, bytes] | None] = []
+        with self.lock:
+            for i in range(0, len(names), self.CHUNK):
+                chunk = names[i:i + self.CHUNK]
+                self.proc.stdin.write("".join(f"{n}\n" for n in chunk).encode())
+                self.proc.stdin.flush()
+                for _ in chunk:
+                    header = self.proc.stdout.readline()
+                    parts = header.split(b" ")
+                    if not header.endswith(b"\n"):
+                        raise GitError(("cat-file", "--batch"), self.proc.poll() or -1, b"ended early")
+                    if len(parts) != 3:  # "<name> missing" / "<name> ambiguous"
+                        out.append(None)
+                        continue
+                    size = int(parts[2])
+                    data = self.proc.stdout.read(size + 1)
+                    if len(data) != size + 1:
+                        raise GitError(("cat-file", "--batch"), self.proc.poll() or -1, b"ended early")
+                    out.append((parts[0].decode(), parts[1].decode(), data[:size]))
+        return out
+
+    def close(self) -> None:
+        with self.lock:  # never under a read in flight
+            if self.proc.stdin:
+                self.proc.stdin.close()
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        if self.proc.stdout:
+            self.proc.stdout.close()
+
+
+_READERS: dict[str, _Reader] = {}
+
+
+def read_objects(repo: Path, names: Sequence[str]) -> list[tuple[str, str, bytes] | None]:
+    """Objects (or revisions: `HEAD`, `REV:path`) read through this command's one reader."""
+    for name in names:
+        if "\n" in name or not name:
+            raise UsageError(f"unreadable object name {name!r}")
+    key = str(repo)
+    reader = _READERS.get(key)
+    if reader is None or reader.proc.poll() is not None:
+        reader = _READERS[key] = _Reader(repo)
+    try:
+        return reader.read(names)
+    except (OSError, ValueError):
+        # The reader died (killed, or closed by another thread's close_readers): once more
+        # with a fresh one, which is then this command's reader.
+        reader = _READERS[key] = _Reader(repo)
+        return reader.read(names)
+
+
+def close_readers() -> None:
+    """End this process's readers (at the end of every command, so a long-lived process
+    that runs many commands in turn never keeps one per repository it has seen)."""
+    while _READERS:
+        _key, reader = _READERS.popitem()
+        reader.close()
+
+
 def head_and_tree(repo: Path) -> tuple[Sha | None, Sha]:
-    """HEAD's commit and tree with one process; (None, EMPTY_TREE) on an unborn branch."""
-    rc, out = run_rc(repo, "rev-parse", "HEAD^{commit}", "HEAD^{tree}")
-    parts = out.decode().split()
-    if rc != 0 or len(parts) != 2:
+    """HEAD's commit and tree; (None, the empty tree) on an unborn branch."""
+    found = read_objects(repo, ["HEAD"])[0]
+    if found is None or found[1] != "commit" or not found[2].startswith(b"tree "):
         return None, empty_tree(repo)
-    return Sha(parts[0]), Sha(parts[1])
+    return Sha(found[0]), Sha(found[2][5:found[2].index(b"\n")].decode())
+
+
+def tree_of(repo: Path, commit: str) -> Sha | None:
+    """The tree of a commit (None when there is no such commit)."""
+    found = read_objects(repo, [commit])[0]
+    if found is None or found[1] != "commit" or not found[2].startswith(b"tree "):
+        return None
+    return Sha(found[2][5:found[2].index(b"\n")].decode())
 
 
 def head(repo: Path) -> Sha | None:
     """The commit HEAD points at, or None on an unborn branch."""
-    rc, out = run_rc(repo, "rev-parse", "--verify", "-q", "HEAD^{commit}")
-    return Sha(out.decode().strip()) if rc == 0 else None
+    return head_and_tree(repo)[0]
 
 
 def head_tree(repo: Path) -> Sha:
-    rc, out = run_rc(repo, "rev-parse", "--verify", "-q", "HEAD^{tree}")
-    return Sha(out.decode().strip()) if rc == 0 else empty_tree(repo)
+    return head_and_tree(repo)[1]
 
 
 def cat_blobs(repo: Path, oids: Sequence[str]) -> dict[str, bytes]:
-    """Read many blobs with one `cat-file --batch` process."""
+    """Read many blobs through the command's one `cat-file --batch`."""
     if not oids:
         return {}
     unique = list(dict.fromkeys(oids))
-    out = run(repo, "cat-file", "--batch", input=("\n".join(unique) + "\n").encode())
     blobs: dict[str, bytes] = {}
-    pos = 0
-    for oid in unique:
-        nl = out.index(b"\n", pos)
-        header = out[pos:nl].split(b" ")
-        if len(header) < 3 or header[1] == b"missing":
+    for oid, found in zip(unique, read_objects(repo, unique), strict=True):
+        if found is None:
             raise UsageError(f"object {oid} is missing from the repository")
-        size = int(header[2])
-        start = nl + 1
-        blobs[oid] = out[start:start + size]
-        pos = start + size + 1
+        blobs[oid] = found[2]
     return blobs
 
 
@@ -300,21 +383,17 @@ def blob_at(repo: Path, rev: str, path: str) -> tuple[str, bytes] | None:
 
 
 def file_at(repo: Path, rev: str, path: str) -> bytes | None:
-    """The bytes of a regular file PATH in REV with one `cat-file`, or None when absent
-    (or not a blob, or REV unborn)."""
+    """The bytes of a regular file PATH in REV, or None when absent (or not a blob, or REV
+    unborn)."""
     if "\n" in rev or "\n" in path:
         raise UsageError(f"unreadable name {rev}:{path}")
-    out = run(repo, "cat-file", "--batch", input=f"{rev}:{path}\n".encode())
-    header, _, rest = out.partition(b"\n")
-    parts = header.split(b" ")
-    if len(parts) != 3 or parts[1] != b"blob":
-        return None
-    return rest[:int(parts[2])]
+    found = read_objects(repo, [f"{rev}:{path}"])[0]
+    return found[2] if found is not None and found[1] == "blob" else None
 
 
-def delete_refs(repo: Path, prefix: str) -> int:
-    """Delete every ref under `prefix` (our own bookkeeping refs only)."""
-    out = run(repo, "for-each-ref", "--format=%(refname)", prefix)
+def delete_refs(repo: Path, *prefixes: str) -> int:
+    """Delete every ref under the `prefixes` (our own bookkeeping refs only)."""
+    out = run(repo, "for-each-ref", "--format=%(refname)", *prefixes)
     refs = [r for r in out.decode().split("\n") if r]
     if refs:
         run(repo, "update-ref", "--stdin", input="".join(f"delete {r}\n" for r in refs).encode())

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import io
 import os
-import secrets
 import signal
 import subprocess
 import sys
@@ -51,7 +50,7 @@ def run_command(cmd: str, cwd: Path, timeout: float, *, label: str | None = None
     line is also echoed to stderr, prefixed with the label and the elapsed time."""
     start = time.monotonic()
     tail: deque[str] = deque(maxlen=tail_lines)
-    token = secrets.token_hex(8)
+    token = os.urandom(8).hex()
 
     def emit_line(raw: bytes, cut: bool) -> None:
         line = raw.decode("utf-8", "replace")[:MAX_LINE] + (" [...]" if cut else "")

@@ -329,8 +329,7 @@ def held_by(state: State, session: str) -> list[str]:
 
 def forget(repo: Path, task_id: str) -> None:
     """Drop a finished task's snapshot refs (accepted, rejected)."""
-    git.delete_refs(repo, f"{SNAPSHOT_REFS}/{task_id}/")
-    git.delete_refs(repo, f"{WIP_REFS}/{task_id}/")
+    git.delete_refs(repo, f"{SNAPSHOT_REFS}/{task_id}/", f"{WIP_REFS}/{task_id}/")
 
 
 def lost_message(task_id: str, lost: Loss) -> str:

@@ -127,12 +127,12 @@ def audit_targets(signals: list[Signal], task_id: str, role: str) -> list[str]:
 def save_handoff(root: Path, cp: Checkpoint) -> Path:
     """Write a handoff file (JSON) under the state directory; return its path."""
     import json
-    import secrets
+    import os
 
     from .store import atomic_write
 
     d = root / "handoffs"
     d.mkdir(parents=True, exist_ok=True)
-    name = f"{cp.task}-{dt.datetime.now().strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}.json"
+    name = f"{cp.task}-{dt.datetime.now().strftime('%Y%m%d-%H%M%S')}-{os.urandom(3).hex()}.json"
     atomic_write(d / name, json.dumps(cp.model_dump(), indent=1).encode())
     return d / name

@@ -318,10 +318,14 @@ def sync_ranges(repo: Path, state: State) -> bool:
                     for g in t.grants if g.kind == "range"})
     if old is None or not paths:
         return True
-    try:
-        changes = diff.diff_trees(repo, old, head, paths)
-    except GitError:
+    # Diffed as trees: the same pair an accept's self-check has just diffed (read once).
+    old_tree, head_tree = git.tree_of(repo, old), git.tree_of(repo, head)
+    if old_tree is None or head_tree is None:
         return True  # the old commit is gone (history rewritten): keep ranges as they are
+    try:
+        changes = diff.diff_trees(repo, old_tree, head_tree, paths)
+    except GitError:
+        return True
     by_path = {c.path: c for c in changes}
     for t in state.tasks.values():
         if not t.active:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -131,7 +130,7 @@ def write_entries(repo: Path, entries: Mapping[str, tuple[str, str] | None],
             raise StateRefused(f"{p} is a directory in the working tree; nothing was written")
     present = {p: e for p, e in entries.items() if e is not None}
     data = _contents(repo, present)
-    token = secrets.token_hex(6)
+    token = os.urandom(6).hex()
     made_dirs: list[Path] = []
     temps: dict[str, Path] = {}
     done: list[_Done] = []

@@ -306,3 +306,28 @@ def test_snapshots_amid_a_rewriting_process_are_never_torn(make_repo: MakeRepo, 
     else:
         assert "tree changing, retry" in r.doc["error"]["message"]
     assert consistent, "every snapshot was refused: the retries never settle"
+
+
+def test_the_commands_one_reader_sees_refs_moved_and_objects_written_after_it_started(
+        make_repo) -> None:
+    """Every object and revision a command reads goes through one long-lived cat-file: it
+    must answer for HEAD as it is now, and find an object written after it started."""
+    from hunkwise.shared import git as g
+
+    repo = make_repo({"a.txt": "one\n"})
+    first, tree = g.head_and_tree(repo)
+    assert first is not None and g.file_at(repo, "HEAD", "a.txt") == b"one\n"
+    blob = g.hash_blobs(repo, [b"two\n", b"three\n"])  # written after the reader started
+    assert g.cat_blobs(repo, blob) == {blob[0]: b"two\n", blob[1]: b"three\n"}
+    new_tree = g.build_tree(repo, tree, {"a.txt": ("100644", blob[0])})
+    commit = g.run(repo, "commit-tree", new_tree, "-p", first, "-m", "m").decode().strip()
+    g.run(repo, "update-ref", "HEAD", commit, first)
+    assert g.head(repo) == commit and g.head_tree(repo) == new_tree
+    assert g.file_at(repo, "HEAD", "a.txt") == b"two\n"
+    assert len(g._READERS) == 1  # one process answered all of it
+    many = [f"{commit}:a.txt"] * 700 + ["HEAD:nothing-here"]  # more than one chunk
+    found = g.read_objects(repo, many)
+    assert [f[2] if f else None for f in found] == [b"two\n"] * 700 + [None]
+    g.close_readers()
+    assert g.head(repo) == commit  # a fresh reader after a close
+    g.close_readers()

@@ -7,7 +7,7 @@ inbox; the coordinator reads it at its own checkpoint.
 from __future__ import annotations
 
 import datetime as dt
-import secrets
+import os
 from collections import Counter
 from typing import Any
 
@@ -273,7 +273,7 @@ def _report(ctx: Ctx, task_id: str, *, status: str, session: str | None, summary
             session=sess, created_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds"),
             base_commit=tv.snap.head, title=task.title, expect=task.expect, summary=summary,
             changes=entries, patch_sha256=patch_digest(entries), snapshot=tv.snap.tree,
-            revision=task.revision, report_id=f"rep-{task_id}-r{task.revision}-{secrets.token_hex(4)}",
+            revision=task.revision, report_id=f"rep-{task_id}-r{task.revision}-{os.urandom(4).hex()}",
             checks=checks, overlaps=overlaps[:1000], unfinished=unfinished,
             proposed_commit=_proposed(task, message, summary), reason=reason,
             checks_skipped=not run and bool(task.checks) and status == "done")

@@ -4,7 +4,7 @@ audit verdicts and questions for the human supervisor."""
 from __future__ import annotations
 
 import datetime as dt
-import secrets
+import os
 from typing import Any
 
 from hunkwise import inbox
@@ -261,7 +261,7 @@ def review(ctx: Ctx, task_id: str, *, session: str | None, verdict: str, notes: 
             created_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds"),
             base_commit=head, title=task.title, expect=task.expect, summary=notes,
             changes=[], patch_sha256="0" * 64, snapshot="", revision=rev,
-            report_id=f"rev-{task_id}-r{rev}-{role}-{secrets.token_hex(4)}", checks=[],
+            report_id=f"rev-{task_id}-r{rev}-{role}-{os.urandom(4).hex()}", checks=[],
             overlaps=[], unfinished=[], proposed_commit=ProposedCommit(subject=f"{role}: {verdict}"),
             kind="review", role=role, verdict=verdict)
         path = inbox.deliver(ctx.lay.inbox, report.model_dump_json().encode(), task_id, rev)
