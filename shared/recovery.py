@@ -319,7 +319,7 @@ def record_now(ctx: Any, task_ids: Iterable[str]) -> dict[str, Loss]:
     if all((s := state.tasks[t].saved) is not None and s.tree == snap.tree
            and s.base == snap.head for t in ids):
         return {}
-    return record_wip(ctx, state, view(ctx.repo, active_tasks(state)), ids)
+    return record_wip(ctx, state, view(ctx.repo, active_tasks(state), snap), ids)
 
 
 def held_by(state: State, session: str) -> list[str]:

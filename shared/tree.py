@@ -33,8 +33,9 @@ class TreeView:
         return self.attribution.owned.get(task_id, [])
 
 
-def view(repo: Path, tasks: Sequence[Task]) -> TreeView:
-    snap = diff.snapshot(repo)
+def view(repo: Path, tasks: Sequence[Task], snap: diff.Snapshot | None = None) -> TreeView:
+    """The working tree's changes attributed to `tasks` (of `snap`, or of a new snapshot)."""
+    snap = diff.snapshot(repo) if snap is None else snap
     changes = diff.diff_trees(repo, snap.head_tree, snap.tree)
     ranged = {g.path for t in tasks if t.active for g in t.grants if g.kind == "range"}
     todo = [c for c in changes if c.path in ranged and c.splittable and c.hunks]
