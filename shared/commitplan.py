@@ -59,9 +59,10 @@ def plan_commit(ctx: Ctx, tv: TreeView, task_id: str,
             raise CheckFailed(f"{c.path}: HEAD + {task_id}'s hunks + the others' hunks does not "
                               "give the working tree's bytes; nothing committed")
         new_contents.append(new)
-    for c, oid in zip(split, git.hash_blobs(ctx.repo, new_contents), strict=True):
-        entries[c.path] = (c.new_mode, oid)
-    tree = git.build_tree(ctx.repo, tv.snap.head_tree, entries)
+    contents = {c.path: (c.new_mode, data) for c, data in zip(split, new_contents, strict=True)}
+    tree, written = git.write_tree(ctx.repo, tv.snap.head_tree, entries, contents)
+    for c in split:
+        entries[c.path] = (c.new_mode, written[c.path])
     got = set(diff.changed_paths(ctx.repo, tv.snap.head_tree, tree))
     want = {c.path for c in mine}
     if got != want:

@@ -331,3 +331,79 @@ def test_the_commands_one_reader_sees_refs_moved_and_objects_written_after_it_st
     g.close_readers()
     assert g.head(repo) == commit  # a fresh reader after a close
     g.close_readers()
+
+
+def _tree_by_index(repo: Path, base: str, entries: dict[str, tuple[str, str] | None]) -> str:
+    """The reference: read-tree, update-index --index-info, write-tree in a throwaway index."""
+    import tempfile
+
+    from hunkwise.shared import git as g
+
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {"GIT_INDEX_FILE": os.path.join(tmp, "index")}
+        g.run(repo, "read-tree", base, env=env)
+        g.run(repo, "update-index", "-z", "--index-info", input=g.index_info(entries, repo), env=env)
+        return g.run(repo, "write-tree", env=env).decode().strip()
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_write_tree_gives_the_tree_an_index_would(make_repo, seed: int) -> None:
+    """Trees are built by one fast-import (blobs, a throwaway commit rooted at the base,
+    its ref deleted again): for odd names, deletions, modes, a file turned directory and a
+    directory turned file, the tree must be the one read-tree + update-index + write-tree
+    give, and no ref may be left behind."""
+    import random
+
+    from hunkwise.shared import git as g
+
+    rnd = random.Random(seed)
+    names = ["a.txt", "sp ace.txt", 'q"uote', "back\\slash", "new\nline", "\"lead", "é.txt",
+             os.fsdecode(b"raw\xff.bin"), "d/x.txt", "d/e/y.txt", "f", "tab\tname"]
+    files = {n: f"{n!r} {i}\n" for i, n in enumerate(names) if rnd.random() < 0.7}
+    files.setdefault("d/x.txt", "x\n")
+    repo = make_repo({"keep.txt": "k\n"})
+    for n, text in files.items():
+        p = repo / os.fsencode(n).decode("utf-8", "surrogateescape")
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(text.encode())
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "base")
+    base = g.head_tree(repo)
+    entries: dict[str, tuple[str, str] | None] = {}
+    contents: dict[str, tuple[str, bytes]] = {}
+    for n in list(files):
+        r = rnd.random()
+        if r < 0.25:
+            entries[n] = None
+        elif r < 0.5:
+            contents[n] = (rnd.choice(["100644", "100755"]), f"changed {n!r}\n".encode())
+    for n in names:
+        if n not in files and rnd.random() < 0.4:
+            contents[n] = ("100644", f"added {n!r}\n".encode())
+    if rnd.random() < 0.5:  # a file becomes a directory
+        entries["f"] = None
+        contents["f/inner.txt"] = ("100644", b"inner\n")
+    if rnd.random() < 0.5:  # a directory becomes a file (its one file deleted)
+        entries["d/x.txt"] = None
+        entries.update({k: None for k in files if k.startswith("d/")})
+        contents = {k: v for k, v in contents.items() if not k.startswith("d/")}
+        if "d/e/y.txt" not in files:
+            contents["d"] = ("100644", b"now a file\n")
+    contents.setdefault("link", ("120000", b"keep.txt"))
+    tree, written = g.write_tree(repo, base, entries, contents)
+    expected_entries = dict(entries)
+    expected_entries.update({p: (m, written[p]) for p, (m, _d) in contents.items()})
+    assert tree == _tree_by_index(repo, base, expected_entries)
+    assert g.cat_blobs(repo, [written[p] for p in contents]) == \
+        {written[p]: d for p, (_m, d) in contents.items()}
+    assert b"refs/hunkwise/tmp" not in g.run(repo, "for-each-ref")
+
+
+def test_write_tree_on_an_unborn_branch(tmp_path) -> None:
+    from hunkwise.shared import git as g
+
+    repo = tmp_path / "unborn"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    tree, written = g.write_tree(repo, g.empty_tree(repo), {}, {"a.txt": ("100644", b"a\n")})
+    assert tree == _tree_by_index(repo, g.empty_tree(repo), {"a.txt": ("100644", written["a.txt"])})
