@@ -25,11 +25,14 @@ def _age(s: float | None) -> str:
     return f"{s:.0f}s" if s < 120 else (f"{s / 60:.0f}m" if s < 7200 else f"{s / 3600:.1f}h")
 
 
-def _table(cls: str, header: list[str], rows: list[list[str]], empty: str) -> str:
+def _table(cls: str, header: list[str], rows: list[list[str]], empty: str,
+           attrs: list[str] | None = None) -> str:
+    """`attrs`: per row, attributes for its <tr> (already escaped)."""
     if not rows:
         return f'<p class="empty">{e(empty)}</p>'
     head = "".join(f"<th>{e(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
+    body = "".join(f"<tr{a}>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>"
+                   for r, a in zip(rows, attrs or [""] * len(rows)))
     return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
@@ -53,7 +56,7 @@ def render(doc: dict[str, Any], csrf: str) -> str:
                f'<li class="{"alert" if doc["lost"] else ""}">lost work: <b>{len(doc["lost"])}</b></li>'
                "</ul></section>")
     # Decisions first: they are what the supervisor is here for.
-    rows = []
+    rows, dattrs = [], []
     for d in doc["decisions"]:
         form = (f'<form class="decide" method="post" action="decide" data-dec="{e(d["id"])}">'
                 f'<input type="hidden" name="csrf" value="{e(csrf)}">'
@@ -61,9 +64,10 @@ def render(doc: dict[str, Any], csrf: str) -> str:
                 f'<input name="answer" required maxlength="4000" placeholder="one sentence" '
                 f'aria-label="answer to {e(d["id"])}"><button type="submit">Answer</button></form>')
         rows.append([e(d["id"]), e(d["task"]), e(d["kind"]), e(d["question"]), e(d["session"]), form])
+        dattrs.append(f' data-dec="{e(d["id"])}"')
     out.append('<section id="decisions"><h2>Decisions waiting</h2>'
                + _table("decisions", ["id", "task", "kind", "question", "asked by", "answer"],
-                        rows, "no decision waits") + "</section>")
+                        rows, "no decision waits", dattrs) + "</section>")
     # Freeze and verify.
     if fz:
         frz = (f'<p class="alert">frozen: batch {e(fz["batch"])} at <code>{e((fz["commit"] or "")[:12])}</code> '
@@ -86,7 +90,7 @@ def render(doc: dict[str, Any], csrf: str) -> str:
         by_state.setdefault(t["state"], []).append(t)
     parts = []
     for st in sorted(by_state, key=lambda s: ORDER.index(s) if s in ORDER else 99):
-        rows = []
+        rows, attrs = [], []
         for t in by_state[st]:
             c = t["claim"]
             claim = "-" if c is None else (
@@ -96,9 +100,11 @@ def render(doc: dict[str, Any], csrf: str) -> str:
             rows.append([f'<b>{e(t["id"])}</b>', e(t["title"]), e(t["batch"]),
                          "<br>".join(f"<code>{e(g)}</code>" for g in t["grants"]),
                          e(t["session"] or t["reserved_for"] or "-"), claim])
+            stale = " stale-row" if c and c["stale"] else ""
+            attrs.append(f' data-task="{e(t["id"])}" data-state="{e(st)}" class="state-{e(st)}{stale}"')
         parts.append(f'<h3 class="state-{e(st)}">{e(st)} ({len(by_state[st])})</h3>'
                      + _table("tasks", ["task", "title", "batch", "grants", "session", "claim"],
-                              rows, ""))
+                              rows, "", attrs))
     out.append('<section id="tasks"><h2>Tasks</h2>' + ("".join(parts) or '<p class="empty">no tasks</p>')
                + "</section>")
     # Inbox, signals, lost work, events.
