@@ -89,7 +89,7 @@ def board_state(ctx: Ctx, *, lost: list[dict[str, Any]] | None = None,
         if not t.active and t.batch < state.batch:
             continue
         c = t.claim
-        tasks.append({**t.public(), "claim": None if c is None else {
+        tasks.append({**t.public(), "last_status": t.last_status, "claim": None if c is None else {
             "session": c.session, "opened": iso(c.opened), "heartbeat_age_s": round(now - c.heartbeat),
             "ttl": c.ttl, "stale": is_stale(t, now)}})
     pending, _odd = inbox.entries(ctx.lay.inbox, "new")

@@ -40,6 +40,26 @@ ORDER = ["in_progress", "reported", "changes_requested", "assigned", "deferred",
          "rejected", "reverted"]
 
 
+LABELS = {"in_progress": "in progress", "reported": "reported: waiting for review",
+          "changes_requested": "changes requested", "assigned": "assigned, not started"}
+
+
+def _badges(t: dict[str, Any], batch: int, asked: set[str]) -> str:
+    """Small marks after a task's title: its report's status, a decision it waits on,
+    its commit, a batch other than the current one."""
+    out = []
+    if t["state"] == "reported" and t.get("last_status"):
+        st = str(t["last_status"])
+        out.append(f'<span class="badge st-{e(st)}">{e(st)}</span>')
+    if t["id"] in asked:
+        out.append('<span class="badge ask">decision waiting</span>')
+    if t.get("commit"):
+        out.append(f'<span class="badge commit"><code>{e(str(t["commit"])[:10])}</code></span>')
+    if t["batch"] != batch:
+        out.append(f'<span class="badge">batch {e(t["batch"])}</span>')
+    return (" " + " ".join(out)) if out else ""
+
+
 def render(doc: dict[str, Any], csrf: str) -> str:
     """The board's HTML (without the page around it). Cells are escaped by `e` alone."""
     out: list[str] = []
@@ -47,14 +67,19 @@ def render(doc: dict[str, Any], csrf: str) -> str:
     v = doc["verify"]
     waiting = len(doc["decisions"])
     stale = sum(1 for t in doc["tasks"] if t["claim"] and t["claim"]["stale"])
+    def pill(alert: bool, n: int, one: str, many: str) -> str:
+        return (f'<li class="pill{" alert" if alert else ""}"><b>{e(n)}</b> '
+                f'{e(one if n == 1 else many)}</li>')
+
     out.append('<section class="summary"><h2>At a glance</h2><ul>'
-               f'<li>repo <b>{e(doc["repo"])}</b>, batch {e(doc["batch"])}, as of {e(doc["at"])}</li>'
-               f'<li class="{"alert" if waiting else ""}">decisions waiting: <b>{waiting}</b> '
-               f'(interventions this batch: {e(doc["interventions"])})</li>'
-               f'<li class="{"alert" if stale else ""}">stale claims: <b>{stale}</b></li>'
-               f'<li>inbox: <b>{e(doc["inbox"]["pending"])}</b> pending</li>'
-               f'<li class="{"alert" if doc["lost"] else ""}">lost work: <b>{len(doc["lost"])}</b></li>'
-               "</ul></section>")
+               + pill(bool(waiting), waiting, "decision waiting", "decisions waiting")
+               + pill(bool(stale), stale, "stale claim", "stale claims")
+               + pill(False, doc["inbox"]["pending"], "report in the inbox", "reports in the inbox")
+               + pill(bool(doc["lost"]), len(doc["lost"]), "task with lost work", "tasks with lost work")
+               + pill(False, doc["interventions"], "intervention this batch",
+                      "interventions this batch")
+               + f'<li class="meta">repo <b>{e(doc["repo"])}</b>, batch {e(doc["batch"])}, '
+               f'as of {e(doc["at"])}</li></ul></section>')
     # Decisions first: they are what the supervisor is here for.
     rows, dattrs = [], []
     for d in doc["decisions"]:
@@ -88,22 +113,26 @@ def render(doc: dict[str, Any], csrf: str) -> str:
     by_state: dict[str, list[dict[str, Any]]] = {}
     for t in doc["tasks"]:
         by_state.setdefault(t["state"], []).append(t)
+    asked = {d["task"] for d in doc["decisions"]}
     parts = []
     for st in sorted(by_state, key=lambda s: ORDER.index(s) if s in ORDER else 99):
         rows, attrs = [], []
         for t in by_state[st]:
             c = t["claim"]
             claim = "-" if c is None else (
-                f'<span class="{"stale" if c["stale"] else "live"}">{e(c["session"])} · '
-                f'heartbeat {e(_age(c["heartbeat_age_s"]))} ago'
-                + (' · <b class="stale-mark">STALE</b>' if c["stale"] else "") + "</span>")
-            rows.append([f'<b>{e(t["id"])}</b>', e(t["title"]), e(t["batch"]),
+                f'<span class="{"stale" if c["stale"] else "live"}">heartbeat '
+                f'{e(_age(c["heartbeat_age_s"]))} ago'
+                + (' · <b class="stale-mark">STALE</b>' if c["stale"] else "")
+                + (f'<br>{e(c["session"])}' if c["session"] != t["session"] else "") + "</span>")
+            rows.append([f'<b>{e(t["id"])}</b>', e(t["title"]) + _badges(t, doc["batch"], asked),
                          "<br>".join(f"<code>{e(g)}</code>" for g in t["grants"]),
-                         e(t["session"] or t["reserved_for"] or "-"), claim])
+                         f'<span class="sess">{e(t["session"] or t["reserved_for"] or "-")}</span>',
+                         claim])
             stale = " stale-row" if c and c["stale"] else ""
             attrs.append(f' data-task="{e(t["id"])}" data-state="{e(st)}" class="state-{e(st)}{stale}"')
-        parts.append(f'<h3 class="state-{e(st)}">{e(st)} ({len(by_state[st])})</h3>'
-                     + _table("tasks", ["task", "title", "batch", "grants", "session", "claim"],
+        parts.append(f'<h3 class="state state-{e(st)}">{e(LABELS.get(st, st))} '
+                     f'<span class="count">{len(by_state[st])}</span></h3>'
+                     + _table("tasks", ["task", "title", "grants", "session", "claim"],
                               rows, "", attrs))
     out.append('<section id="tasks"><h2>Tasks</h2>' + ("".join(parts) or '<p class="empty">no tasks</p>')
                + "</section>")

@@ -153,7 +153,7 @@ def wait_until(pred: Any, timeout: float, what: str) -> Any:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "board.png")
-    ap.add_argument("--size", default="1280,1500", help="window WIDTH,HEIGHT (1280,1500)")
+    ap.add_argument("--size", default="1280,1100", help="window WIDTH,HEIGHT (1280,1100)")
     ap.add_argument("--keep", action="store_true", help="keep the repository and print its path")
     args = ap.parse_args()
     chromium = os.environ.get("HUNKWISE_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -21,7 +22,7 @@ from hunkwise.shared.context import open_repo
 
 from tests.conftest import Result, age_claims, numbered
 
-CHROMIUM = os.environ.get("HUNKWISE_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM = os.environ.get("HUNKWISE_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 # Chromium on a machine with no outside network: no background connections, no first-run
 # work, a fresh profile (Playwright makes one per launch).
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -147,7 +148,7 @@ def test_a_stale_claim_is_marked_stale(page: Page, scene: Path) -> None:
     age_claims(scene, "t1")
     expect(row(page, "t1").locator(".stale-mark")).to_have_text("STALE")
     expect(page.locator("#tasks tr.stale-row")).to_have_count(1)
-    expect(page.locator(".summary")).to_contain_text("stale claims: 1")
+    expect(page.locator(".summary")).to_contain_text("1 stale claim")
 
 
 def test_a_decision_answered_from_the_page_reaches_coord_decisions(page: Page, scene: Path,
@@ -163,4 +164,4 @@ def test_a_decision_answered_from_the_page_reaches_coord_decisions(page: Page, s
     assert got["interventions"] == 1
     # The page follows: nothing waits any more.
     expect(page.locator("#decisions")).to_contain_text("no decision waits")
-    expect(page.locator(".summary")).to_contain_text("interventions this batch: 1")
+    expect(page.locator(".summary")).to_contain_text("1 intervention this batch")
