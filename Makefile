@@ -25,6 +25,9 @@ smoke: $(STAMP)
 bench: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python bench/run.py
 
+bench-board: $(STAMP)
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python bench/board_viewers.py
+
 lint: $(STAMP)
 	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[test,lint]'
 	$(BIN)/ruff check shared inbox coordinator worker tests --select E,F,W,B,I --ignore E501
