@@ -41,7 +41,15 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (  # noqa: E402
-    BIN, RESULTS, Sandbox, Timing, coord, git, machine_info, print_table, run, worker,
+    BIN,
+    RESULTS,
+    Sandbox,
+    Timing,
+    coord,
+    git,
+    machine_info,
+    print_table,
+    run,
     write_json,
 )
 

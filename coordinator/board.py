@@ -94,10 +94,10 @@ def board_state(ctx: Ctx, *, lost: list[dict[str, Any]] | None = None,
             "ttl": c.ttl, "stale": is_stale(t, now)}})
     pending, _odd = inbox.entries(ctx.lay.inbox, "new")
     queue = []
-    for e in pending[:MAX_INBOX_READ]:
-        head = _report_head(e.path)
-        queue.append({"task_id": e.task_id, "revision": e.revision, "file": e.name,
-                      "age_s": round(now - e.time_ns / 1e9), **head})
+    for ent in pending[:MAX_INBOX_READ]:
+        head = _report_head(ent.path)
+        queue.append({"task_id": ent.task_id, "revision": ent.revision, "file": ent.name,
+                      "age_s": round(now - ent.time_ns / 1e9), **head})
     signals = [{**s.public(), "for_coordinator": for_coordinator(s.to)}
                for s in state.signals if s.state == "pending"]
     decisions = [d.model_dump() for d in state.decisions if d.state == "open"]

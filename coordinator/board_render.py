@@ -32,7 +32,7 @@ def _table(cls: str, header: list[str], rows: list[list[str]], empty: str,
         return f'<p class="empty">{e(empty)}</p>'
     head = "".join(f"<th>{e(h)}</th>" for h in header)
     body = "".join(f"<tr{a}>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>"
-                   for r, a in zip(rows, attrs or [""] * len(rows)))
+                   for r, a in zip(rows, attrs or [""] * len(rows), strict=True))
     return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
@@ -128,8 +128,8 @@ def render(doc: dict[str, Any], csrf: str) -> str:
                          "<br>".join(f"<code>{e(g)}</code>" for g in t["grants"]),
                          f'<span class="sess">{e(t["session"] or t["reserved_for"] or "-")}</span>',
                          claim])
-            stale = " stale-row" if c and c["stale"] else ""
-            attrs.append(f' data-task="{e(t["id"])}" data-state="{e(st)}" class="state-{e(st)}{stale}"')
+            tint = " stale-row" if c and c["stale"] else ""
+            attrs.append(f' data-task="{e(t["id"])}" data-state="{e(st)}" class="state-{e(st)}{tint}"')
         parts.append(f'<h3 class="state state-{e(st)}">{e(LABELS.get(st, st))} '
                      f'<span class="count">{len(by_state[st])}</span></h3>'
                      + _table("tasks", ["task", "title", "grants", "session", "claim"],
