@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo bench smoke lint clean
+.PHONY: test demo board-shot bench bench-board smoke lint clean
 
 $(STAMP): pyproject.toml shared inbox coordinator worker
 	$(PYTHON) -m venv $(VENV)
@@ -16,11 +16,17 @@ test: $(STAMP)
 demo: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python demo/demo.py
 
+board-shot: $(STAMP)
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python demo/board_shot.py
+
 smoke: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(PYTHON) ../shared/acceptance/smoke.py
 
 bench: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python bench/run.py
+
+bench-board: $(STAMP)
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python bench/board_viewers.py
 
 lint: $(STAMP)
 	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[test,lint]'
