@@ -29,7 +29,7 @@ bench-board: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python bench/board_viewers.py
 
 lint: $(STAMP)
-	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[test,lint]'
+	$(BIN)/pip install --quiet --disable-pip-version-check --config-settings editable_mode=strict -e '.[test,lint]'
 	$(BIN)/ruff check shared inbox coordinator worker tests --select E,F,W,B,I --ignore E501
 	$(BIN)/mypy
 
