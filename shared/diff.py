@@ -241,9 +241,16 @@ def _raw(repo: Path, old: str, new: str) -> bytes:
     return raw
 
 
-def _under(path: str, paths: Sequence[str]) -> bool:
-    """Does a literal pathspec list select `path` (the path itself, or a directory above)?"""
-    return any(path == p or path.startswith(p.rstrip("/") + "/") for p in paths)
+def _under(path: str, paths: set[str]) -> bool:
+    """Does a literal pathspec list select `path` (the path itself, or a directory above)?
+    One set lookup per level of the path, however many paths are given."""
+    while True:
+        if path in paths:
+            return True
+        cut = path.rfind("/")
+        if cut < 0:
+            return False
+        path = path[:cut]
 
 
 def diff_trees(repo: Path, old: str, new: str, paths: Sequence[str] | None = None) -> list[FileChange]:
@@ -251,7 +258,8 @@ def diff_trees(repo: Path, old: str, new: str, paths: Sequence[str] | None = Non
     spec: tuple[str, ...] = ("--", *paths) if paths else ()
     changes = _parse_raw(_raw(repo, old, new))
     if paths:
-        changes = [c for c in changes if _under(c.path, paths)]
+        wanted = {p.rstrip("/") for p in paths}
+        changes = [c for c in changes if _under(c.path, wanted)]
     if not changes:
         return changes
     patch = git.run(repo, "diff-tree", "-r", "-p", "-U0", *git.DIFF_PINS, old, new, *spec,

@@ -407,3 +407,24 @@ def test_write_tree_on_an_unborn_branch(tmp_path) -> None:
     git(repo, "init", "-q")
     tree, written = g.write_tree(repo, g.empty_tree(repo), {}, {"a.txt": ("100644", b"a\n")})
     assert tree == _tree_by_index(repo, g.empty_tree(repo), {"a.txt": ("100644", written["a.txt"])})
+
+
+def test_a_tree_diff_limited_to_paths_keeps_exactly_what_a_pathspec_would(make_repo) -> None:
+    """diff_trees reads the whole raw diff once and filters it: a path, or a directory above
+    it, selects it (git's literal pathspecs), and nothing else does."""
+    from hunkwise.shared import diff as d
+    from hunkwise.shared import git as g
+
+    files = {"a.txt": "a\n", "ab.txt": "b\n", "d/x.txt": "x\n", "d/e/y.txt": "y\n", "de/z.txt": "z\n"}
+    repo = make_repo(files)
+    old = g.head_tree(repo)
+    for name in files:
+        write(repo, name, files[name] + "more\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "all")
+    new = g.head_tree(repo)
+    for spec in (["a.txt"], ["d"], ["d/"], ["d/e"], ["de", "a.txt"], ["nothing"], ["a"]):
+        got = sorted(c.path for c in d.diff_trees(repo, old, new, spec))
+        out = g.run(repo, "diff-tree", "-r", "-z", "--name-only", old, new, "--", *spec,
+                    env={"GIT_LITERAL_PATHSPECS": "1"})
+        assert got == sorted(os.fsdecode(p) for p in out.split(b"\0") if p), spec
