@@ -20,7 +20,8 @@ from typing import Any
 from . import git, store
 from .context import Ctx, machine_name, session_role
 from .errors import UsageError
-from .models import SESSION_RE, TASK_ID_RE, Checkpoint, Report, Signal, Task
+from .models import SESSION_RE, TASK_ID_RE, Checkpoint, Report, Signal, SignalType, Task
+from .signals import addressed_to, close_about
 from .sync import (
     KEY_RE,
     MAX_RECORD_BYTES,
@@ -263,6 +264,12 @@ def _apply_state(ctx: Ctx, machine: str, signals: list[Signal],
                 continue
             task.audit[role] = "approved" if report.verdict == "approve" else "changes"
             inbox.deliver(ctx.lay.inbox, data, task.id, report.revision)
+            # The request it answers is closed, as a local verdict closes it: for the
+            # reviewer's session, and for its role.
+            who = report.session or ""
+            close_about(state, SignalType.READY_FOR_REVIEW, task.id, who,
+                        lambda sig, s=who, r=role: addressed_to(sig, s)
+                        or sig.to.partition("@")[0] == r)
             applied.verdicts.append(f"{task.id}: {role} {report.verdict} ({machine})")
         save_json(mir_path, mir)
 

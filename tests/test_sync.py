@@ -315,3 +315,21 @@ def test_a_remote_verdict_speaking_for_another_machine_is_quarantined(machines: 
     assert out["applied"]["verdicts"] == []
     r = m.coord("desktop", "accept", "task-001")
     assert r.code == 1 and "audit-pending" in r.stdout
+
+
+def test_a_remote_verdict_closes_the_request_it_answers(machines: Machines) -> None:
+    m = machines
+    built_task(m)
+    ok(m.coord("desktop", "audit", "task-001", "--roles", "review"))
+    ok(m.coord("desktop", "sync"))
+    pending = [s for s in ok(m.coord("desktop", "signals"))["signals"]
+               if s["type"] == "READY_FOR_REVIEW" and s["state"] == "pending"]
+    assert len(pending) == 1
+    ok(m.worker("laptop", "sync"))
+    ok(m.worker("laptop", "start", "--role", "review", "--session", REVIEWER))
+    ok(m.worker("laptop", "review", "task-001", "--verdict", "approve", "--session", REVIEWER))
+    doc = ok(m.coord("desktop", "sync"))
+    assert doc["applied"]["verdicts"] == ["task-001: review approve (laptop)"]
+    rows = ok(m.coord("desktop", "signals"))["signals"]
+    ready = [s for s in rows if s["type"] == "READY_FOR_REVIEW" and not s["id"].endswith("@laptop")]
+    assert [s["state"] for s in ready] == ["delivered"]
