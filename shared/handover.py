@@ -39,7 +39,7 @@ def _safe(path: str) -> bool:
     return bool(path) and not path.startswith("/") and ".." not in parts and ".git" not in parts
 
 
-def record_edits(repo: Path, tv: Any, task: Task, kind: str = "handoff") -> Saved | None:
+def record_edits(repo: Path, tv: Any, task: Task, *, kind: str, ref: str) -> Saved | None:
     """The task's own changes in the tree now, as a record that can travel: the snapshot
     tree, the base *tree* (a tree travels without the commit's history) and its hunks."""
     from .tree import select
@@ -48,9 +48,9 @@ def record_edits(repo: Path, tv: Any, task: Task, kind: str = "handoff") -> Save
     hunks, whole = recovery.record_of(sel)
     if not hunks and not whole:
         return None
-    git.run(repo, "update-ref", f"{HANDOFF_REFS}/{task.id}", tv.snap.tree)
+    git.run(repo, "update-ref", ref, tv.snap.tree)
     return Saved(kind=kind, revision=max(task.revision, 1), tree=tv.snap.tree,
-                 base=tv.snap.head_tree, at=store.now(), ref=f"{HANDOFF_REFS}/{task.id}",
+                 base=tv.snap.head_tree, at=store.now(), ref=ref,
                  hunks=hunks, whole=whole)
 
 
@@ -148,23 +148,9 @@ def bring_in(ctx: Any, state: State, task: Task, report: Any) -> list[str]:
     tv = view(repo, active_tasks(state))
     mine = {c.path: c for c in select(tv, task).changes}  # what this tree holds of the task
     held = ho.held
-    problems: list[str] = []
     # This tree's copy must be what was handed over (or last brought in): a change of
     # those lines here since is someone's edit, and replacing it would lose it.
-    for path, ch in mine.items():
-        rp = report_path(path)
-        if ch.splittable and ch.hunks and held is not None and rp in held.hunks:
-            free = Counter(sha for _s, _n, sha in held.hunks[rp])
-            for h in ch.hunks:
-                if free[h.sha256] > 0:
-                    free[h.sha256] -= 1
-                else:
-                    problems.append(f"{rp}: {_lines(h)} were changed in this tree since the "
-                                    "handover")
-        elif held is None or rp not in held.whole and rp not in held.hunks:
-            problems.append(f"{rp}: changed in this tree since the handover")
-        elif not (ch.splittable and ch.hunks) and held.whole.get(rp) != _whole_id(ch):
-            problems.append(f"{rp}: changed in this tree since the handover (whole file)")
+    problems = _changed_here(repo, held, mine)
     paths = sorted(set(recorded) | set(mine))
     now = {c.path: c for c in diff.diff_trees(repo, tv.snap.head_tree, tv.snap.tree, paths)}
     head_entries = _entries(repo, tv.snap.head_tree, paths)
@@ -220,6 +206,47 @@ def bring_in(ctx: Any, state: State, task: Task, report: Any) -> list[str]:
     return sorted(report_path(p) for p in entries)
 
 
+def _changed_here(repo: Path, held: Saved | None, mine: dict[str, FileChange]) -> list[str]:
+    """Where this tree's copy of the task (`mine`, HEAD -> tree) is not what it held: the
+    lines named as they stand in the tree now."""
+    problems: list[str] = []
+    held_changes = recovery.saved_changes(repo, held) if held is not None else {}
+    by_rp = {report_path(p): c for p, c in held_changes.items()}
+    for path, ch in mine.items():
+        rp = report_path(path)
+        hc = by_rp.get(rp)
+        if not (ch.splittable and ch.hunks):
+            if held is None or held.whole.get(rp) != _whole_id(ch):
+                problems.append(f"{rp}: changed in this tree since the handover (whole file)")
+            continue
+        kept = recovery.recorded_hunks(held, hc) if held is not None and hc is not None \
+            and hc.splittable else []
+        if hc is not None and hc.old_oid != ch.old_oid:
+            # Held on another base text: compare the changes by their bytes.
+            free = Counter(h.sha256 for h in kept)
+            for h in ch.hunks:
+                if free[h.sha256] > 0:
+                    free[h.sha256] -= 1
+                else:
+                    problems.append(f"{rp}: {_lines(h)} were changed in this tree since the "
+                                    "handover")
+            continue
+        base = git.cat_blobs(repo, [ch.old_oid])[ch.old_oid]
+        try:
+            expected = diff.splice(base, kept)
+        except ValueError:
+            problems.append(f"{rp}: changed in this tree since the handover")
+            continue
+        actual = diff.splice(base, ch.hunks)
+        if expected != actual:
+            e_oid, a_oid = git.hash_blobs(repo, [expected, actual])
+            for h in diff.blob_hunks(repo, e_oid, a_oid):
+                where = (f"lines {h.new_start}-{h.new_start + h.new_lines - 1}" if h.new_lines
+                         else f"around line {h.new_start}")
+                problems.append(f"{rp}: {where} were changed in this tree since the handover")
+    return problems
+
+
 def _whole_id(ch: FileChange) -> str:
     from .tree import whole_identity
 
@@ -265,3 +292,93 @@ def _now_entry(cur: FileChange | None, head: tuple[str, str] | None) -> tuple[st
     if cur is None:
         return head
     return None if cur.status == "D" else (cur.new_mode, cur.new_oid)
+
+
+# ---- the authority applies what another machine's sessions did with its tasks -------------
+
+def _mine(ctx: Any, state: State, task_id: str) -> Task | None:
+    """The task if this machine is its authority (not a mirror of another's table)."""
+    from .sync import mirror
+
+    task = state.tasks.get(task_id)
+    if task is None or task_id in mirror(ctx)["tasks"]:
+        return None
+    return task
+
+
+def apply_claims(ctx: Any, machine: str, claims: list[Any], applied: Any) -> None:
+    """A session of another machine started one of this machine's tasks (a handed-over
+    one, typically): the claim is granted as a local `worker start` would grant it, or
+    ignored when the task is no longer startable by it (the published table answers)."""
+    from .models import Claim, Signal, SignalType, TaskState
+    from .signals import addressed_to, close_about
+
+    with store.transaction(ctx.lay) as state:
+        for rec in claims:
+            task = _mine(ctx, state, rec.task)
+            if task is None:
+                continue
+            c = task.claim
+            if c is not None and c.session == rec.session and (
+                    c.opened == rec.opened or task.state in (TaskState.IN_PROGRESS,
+                                                             TaskState.REPORTED)):
+                # Its holder's machine knows its heartbeat: a stale one shows stale here.
+                task.claim = c.model_copy(update={"heartbeat": rec.heartbeat})
+                continue
+            live = c is not None and store.now() - c.heartbeat <= c.ttl
+            if task.state not in (TaskState.ASSIGNED, TaskState.CHANGES_REQUESTED) \
+                    or rec.revision < task.revision or (live and c is not None
+                                                         and c.session != rec.session):
+                continue
+            if task.reserved_for:
+                probe = Signal(id="probe", sender="", to=task.reserved_for,
+                               type=SignalType.HANDOFF, about="", created_at=0.0)
+                if not addressed_to(probe, rec.session):
+                    continue
+            task.state = TaskState.IN_PROGRESS
+            task.session = rec.session
+            task.claim = Claim(session=rec.session, opened=rec.opened, heartbeat=rec.heartbeat,
+                               ttl=rec.ttl)
+            task.reserved_for = None
+            task.updated_at = store.now()
+            state.sessions.setdefault(rec.session, rec.heartbeat)
+            state.checkpoints.pop(f"handoff|{task.id}", None)  # taken: shown once, there
+            close_about(state, SignalType.HANDOFF, task.id, rec.session)
+            applied.claims.append(f"{task.id}: {rec.session}")
+
+
+def apply_works(ctx: Any, machine: str, works: list[tuple[str, bytes, Any, str, str]],
+                applied: Any) -> None:
+    """A report another machine's session delivered for one of this machine's tasks it
+    holds the claim of: it joins this inbox as a local delivery would, and waits for
+    `coord next` to bring its changes into this tree (`bring_in`)."""
+    from hunkwise import inbox
+
+    from .models import Handover, TaskState
+
+    with store.transaction(ctx.lay) as state:
+        for name, data, report, snapshot, base in sorted(works, key=lambda w: w[0]):
+            task = _mine(ctx, state, report.task_id)
+            if task is None or task.claim is None or task.claim.session != report.session:
+                continue
+            amend = task.state == TaskState.REPORTED and task.served_revision < task.revision
+            if report.revision != task.revision + 1 or not (
+                    task.state == TaskState.IN_PROGRESS or amend):
+                continue
+            path = inbox.deliver(ctx.lay.inbox, data, task.id, report.revision)
+            git.run(ctx.repo, "update-ref",
+                    f"refs/hunkwise/snapshots/{task.id}/r{report.revision}", snapshot)
+            git.run(ctx.repo, "update-ref",
+                    f"refs/hunkwise/snapshots/{task.id}/r{report.revision}-base", base)
+            task.revision = report.revision
+            task.state = TaskState.REPORTED
+            task.last_report = path.name
+            task.last_status = report.status
+            task.updated_at = store.now()
+            if report.status == "done":
+                for role in task.audit:  # new work needs a new look
+                    task.audit[role] = "pending"
+            ho = task.handover or Handover(machine=machine)
+            task.handover = ho.model_copy(update={
+                "machine": machine, "pending": (report.revision, machine, snapshot, base)})
+            applied.works.append(f"{task.id} r{report.revision} ({machine})")

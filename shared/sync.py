@@ -31,7 +31,7 @@ from typing import Any
 from . import git, store
 from .context import Ctx, machine_name
 from .errors import CoordError, GitError, UsageError
-from .models import Report, Task
+from .models import ClaimRecord, Report, Task, TaskState
 
 OWN = "refs/hunkwise/m"
 SEEN = "refs/hunkwise/remote"
@@ -189,9 +189,24 @@ def publish(ctx: Ctx) -> str | None:
                 continue  # imported, or sent by nobody of this machine
             pub = sig.model_copy(update={"id": f"{sig.id}@{me}", "state": "pending", "acked_by": []})
             blobs[f"signals/{pub.id}"] = dump_json(pub.model_dump(mode="json", by_alias=True))
+        edits: dict[str, tuple[str, str]] = {}
         for key, cp in state.checkpoints.items():
             if machine_of(cp.session) == me and KEY_RE.fullmatch(key):
                 blobs[f"checkpoints/{key}"] = dump_json(cp.model_dump(mode="json"))
+                if cp.saved is not None and cp.saved.base and has_object(repo, cp.saved.tree) \
+                        and has_object(repo, cp.saved.base):
+                    # The edits travel with it: the snapshot and base trees as entries.
+                    edits[key] = ("040000", mktree(repo, {
+                        "snapshot": ("040000", cp.saved.tree), "base": ("040000", cp.saved.base)}))
+        mirrored = mirror(ctx)["tasks"]
+        for t in state.tasks.values():
+            c = t.claim
+            if t.id in mirrored and c is not None and machine_of(c.session) == me \
+                    and t.state in (TaskState.IN_PROGRESS, TaskState.REPORTED):
+                rec = ClaimRecord(task=t.id, session=c.session, state=t.state.value,
+                                  revision=t.revision, opened=c.opened, heartbeat=c.heartbeat,
+                                  ttl=c.ttl)
+                blobs[f"claims/{t.id}"] = dump_json(rec.model_dump(mode="json"))
         own_tasks = _is_authority(ctx, state)
         if own_tasks:
             now = store.now()
@@ -213,11 +228,13 @@ def publish(ctx: Ctx) -> str | None:
                                                    f"{report.base_commit}^{{tree}}").decode().strip())
             reports[name] = ("040000", mktree(repo, entry))
         root: dict[str, tuple[str, str]] = {}
-        for folder in ("signals", "checkpoints"):
+        for folder in ("signals", "checkpoints", "claims"):
             sub = {n.split("/", 1)[1]: ("100644", o) for n, o in by_name.items()
                    if n.startswith(folder + "/")}
             if sub:
                 root[folder] = ("040000", mktree(repo, sub))
+        if edits:
+            root["edits"] = ("040000", mktree(repo, edits))
         if reports:
             root["reports"] = ("040000", mktree(repo, reports))
         if "tasks.json" in by_name:
