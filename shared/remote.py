@@ -74,12 +74,15 @@ class Applied:
 def remote_machines(repo: Path) -> dict[str, str]:
     """{machine: commit} of every fetched chain."""
     out = git.run(repo, "for-each-ref", "--format=%(refname) %(objectname)", f"{SEEN}/")
-    found: dict[str, str] = {}
+    found: dict[str, tuple[int, str]] = {}
     for line in out.decode().split("\n"):
-        m = re.fullmatch(rf"{SEEN}/([^/]+)/records ([0-9a-f]+)", line)
+        # The highest generation of each machine's chain (older ones go once compacted).
+        m = re.fullmatch(rf"{SEEN}/([^/]+)/records(?:-([1-9][0-9]{{0,8}}))? ([0-9a-f]+)", line)
         if m and _MACHINE_RE.fullmatch(m[1]):
-            found[m[1]] = m[2]
-    return found
+            gen = int(m[2] or 0)
+            if m[1] not in found or found[m[1]][0] < gen:
+                found[m[1]] = (gen, m[3])
+    return {k: v[1] for k, v in found.items()}
 
 
 def _quarantine(ctx: Ctx, machine: str, path: str, data: bytes, reason: str,

@@ -46,12 +46,46 @@ REPORT_NAME_RE = re.compile(r"^(?P<t>\d{1,20})\.P\d+R[0-9a-f]+\.[A-Za-z0-9_.-]+,
 KEY_RE = re.compile(r"^[A-Za-z0-9_.@|-]{1,300}$")
 
 
-def own_ref(machine: str) -> str:
-    return f"{OWN}/{machine}/records"
+# A chain longer than this is compacted: its machine publishes a new root commit holding
+# the current tree under the next generation of its ref, and deletes the old one.
+COMPACT_AFTER = 1000
+_GEN_RE = re.compile(r"^records(?:-(?P<n>[1-9][0-9]{0,8}))?$")
 
 
-def seen_ref(machine: str) -> str:
-    return f"{SEEN}/{machine}/records"
+def gen_ref(prefix: str, machine: str, gen: int) -> str:
+    return f"{prefix}/{machine}/records" + (f"-{gen}" if gen else "")
+
+
+def generations(repo: Path, prefix: str, machine: str) -> dict[int, str]:
+    """{generation: commit} of a machine's chain refs under `prefix` (own or seen)."""
+    out = git.run(repo, "for-each-ref", "--format=%(refname) %(objectname)",
+                  f"{prefix}/{machine}/")
+    found: dict[int, str] = {}
+    for line in out.decode().split("\n"):
+        name, _, oid = line.partition(" ")
+        m = _GEN_RE.fullmatch(name.rpartition("/")[2])
+        if m and name.rpartition("/")[0] == f"{prefix}/{machine}":
+            found[int(m["n"] or 0)] = oid
+    return found
+
+
+def _gen(ref: str) -> int:
+    m = _GEN_RE.fullmatch(ref.rpartition("/")[2])
+    return int(m["n"] or 0) if m else 0
+
+
+def own_ref(machine: str, repo: Path | None = None) -> str:
+    """This machine's chain ref: the highest generation it or the remote holds."""
+    if repo is None:
+        return gen_ref(OWN, machine, 0)
+    gens = set(generations(repo, OWN, machine)) | set(generations(repo, SEEN, machine))
+    return gen_ref(OWN, machine, max(gens, default=0))
+
+
+def seen_ref(machine: str, repo: Path | None = None) -> str:
+    if repo is None:
+        return gen_ref(SEEN, machine, 0)
+    return gen_ref(SEEN, machine, max(generations(repo, SEEN, machine), default=0))
 
 
 def machine_of(who: str | None) -> str | None:
@@ -175,11 +209,12 @@ def publish(ctx: Ctx) -> str | None:
     """Write this machine's records as a new commit of its chain; return the commit (or
     the unchanged one, or None when there is nothing to publish)."""
     repo, me = ctx.repo, machine_name()
-    ref = own_ref(me)
     for _ in range(5):
+        ref = own_ref(me, repo)
         state = store.load(ctx.lay)
         old = _ref(repo, ref)
-        parent = old or _ref(repo, seen_ref(me))  # a fresh clone continues its own chain
+        # A fresh clone continues its own chain.
+        parent = old or _ref(repo, ref.replace(OWN, SEEN, 1))
         top = ls_tree(repo, parent) if parent else {}
         current_reports = ls_tree(repo, f"{parent}:reports") if parent and "reports" in top else {}
 
@@ -249,11 +284,22 @@ def publish(ctx: Ctx) -> str | None:
         env = {"GIT_AUTHOR_NAME": "hunkwise", "GIT_AUTHOR_EMAIL": f"hunkwise@{me}",
                "GIT_COMMITTER_NAME": "hunkwise", "GIT_COMMITTER_EMAIL": f"hunkwise@{me}"}
         args = ["commit-tree", tree, "-m", f"hunkwise records of {me}"]
+        target = ref
+        if parent and int(git.run(repo, "rev-list", "--count", parent).decode()) >= COMPACT_AFTER:
+            # Compaction: a new root holding the current tree, as the next generation.
+            gen = _gen(ref)
+            target, parent = gen_ref(OWN, me, gen + 1), None
+            args[-1] += f" (compacted, generation {gen + 1})"
         if parent:
             args[2:2] = ["-p", parent]
         commit = git.run(repo, *args, env=env).decode().strip()
         # Compare-and-swap: another command of this machine may have published meanwhile.
-        rc, _ = git.run_rc(repo, "update-ref", ref, commit, old or git.null_oid(repo))
+        if target != ref:
+            rc, _ = git.run_rc(repo, "update-ref", target, commit, git.null_oid(repo))
+            if rc == 0 and old is not None:
+                git.run_rc(repo, "update-ref", "-d", ref, old)
+        else:
+            rc, _ = git.run_rc(repo, "update-ref", ref, commit, old or git.null_oid(repo))
         if rc == 0:
             return commit
     raise CoordError(f"{ref} kept moving while publishing; try again")
@@ -276,16 +322,23 @@ def _git_net(ctx: Ctx, *args: str) -> str | None:
 
 
 def push(ctx: Ctx, remote: str) -> str | None:
-    ref = own_ref(machine_name())
+    me = machine_name()
+    ref = own_ref(me, ctx.repo)
     if _ref(ctx.repo, ref) is None:
         return None
-    # Never forced: only this machine writes this ref, and each commit has the last as parent.
-    return _git_net(ctx, "push", "--quiet", "--no-verify", remote, f"{ref}:{ref}")
+    # Never forced: only this machine writes its refs, each commit has the last as parent,
+    # and a compacted chain is a new ref (the next generation), not a rewrite of the old.
+    # The old generations the remote still holds are deleted in the same atomic push,
+    # once the new one holds every live record.
+    older = [gen_ref(OWN, me, g) for g in generations(ctx.repo, SEEN, me) if g < _gen(ref)]
+    return _git_net(ctx, "push", "--quiet", "--no-verify", *(["--atomic"] if older else []),
+                    remote, f"{ref}:{ref}", *[f":{o}" for o in older])
 
 
 def fetch(ctx: Ctx, remote: str) -> str | None:
-    return _git_net(ctx, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote,
-                    f"+{OWN}/*:{SEEN}/*")
+    # --prune: a generation its machine deleted after compacting goes here too.
+    return _git_net(ctx, "fetch", "--quiet", "--prune", "--no-tags", "--no-write-fetch-head",
+                    remote, f"+{OWN}/*:{SEEN}/*")
 
 
 # ---- the commands --------------------------------------------------------------------------

@@ -333,3 +333,45 @@ def test_a_remote_verdict_closes_the_request_it_answers(machines: Machines) -> N
     rows = ok(m.coord("desktop", "signals"))["signals"]
     ready = [s for s in rows if s["type"] == "READY_FOR_REVIEW" and not s["id"].endswith("@laptop")]
     assert [s["state"] for s in ready] == ["delivered"]
+
+
+def test_compaction_keeps_every_record_readable_and_never_forces_a_push(
+        machines: Machines, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hunkwise.shared import sync
+
+    m = machines
+    # The remote refuses any non-fast-forward update: a forced push would fail here.
+    git(m.remote, "config", "receive.denyNonFastForwards", "true")
+    monkeypatch.setattr(sync, "COMPACT_AFTER", 3)
+    built_task(m)
+    ok(m.coord("desktop", "audit", "task-001", "--roles", "review"))
+    for i in range(5):
+        ok(m.worker("laptop", "signal", "--to", "coordinator@desktop", "--type", "BLOCKED_ON",
+                    "--about", f"x{i}", session=REVIEWER))
+        doc = ok(m.worker("laptop", "sync"))
+        assert doc["pushed"] and doc["warnings"] == [], doc
+        ok(m.coord("desktop", "sync"))
+    refs = remote_refs(m)
+    lap = [r for r in refs if "/laptop/" in r]
+    assert len(lap) == 1 and lap[0].startswith("refs/hunkwise/m/laptop/records-"), refs
+    assert [r for r in refs if "/desktop/" in r][0].startswith("refs/hunkwise/m/desktop/records-")
+    # Each generation is short; the newest holds every live record.
+    count = int(git(m.remote, "rev-list", "--count", lap[0]))
+    assert count <= 3
+    names = git(m.remote, "ls-tree", "--name-only", f"{lap[0]}:signals").split()
+    assert len(names) == 5
+    # Every signal reached the desktop once; nothing applied twice across generations.
+    abouts = sorted(s["about"] for s in ok(m.coord("desktop", "signals"))["signals"]
+                    if s["type"] == "BLOCKED_ON")
+    assert abouts == [f"x{i}" for i in range(5)]
+    # A fresh clone of the laptop continues its newest generation; a new machine reads all.
+    m.clone("tablet")
+    ok(m.worker("tablet", "sync"))
+    sigs = ok(m.worker("tablet", "signals", "--session", "sess-20260101-0900-review@tablet"))
+    assert [s["type"] for s in sigs["signals"]] == ["READY_FOR_REVIEW"]
+    # The review cycle still works across compacted chains.
+    ok(m.worker("laptop", "start", "--role", "review", "--session", REVIEWER))
+    ok(m.worker("laptop", "review", "task-001", "--verdict", "approve", "--session", REVIEWER))
+    ok(m.coord("desktop", "next"))
+    ok(m.coord("desktop", "next"))
+    assert ok(m.coord("desktop", "accept", "task-001"))["paths"] == ["app.py"]
