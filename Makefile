@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo bench smoke lint clean
+.PHONY: test demo demo-machines bench smoke lint clean
 
 $(STAMP): pyproject.toml shared inbox coordinator worker
 	$(PYTHON) -m venv $(VENV)
@@ -15,6 +15,9 @@ test: $(STAMP)
 
 demo: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python demo/demo.py
+
+demo-machines: $(STAMP)
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python demo/machines.py
 
 smoke: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(PYTHON) ../shared/acceptance/smoke.py

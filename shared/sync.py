@@ -180,12 +180,15 @@ def _is_authority(ctx: Ctx, state: Any) -> list[Task]:
 
 
 def _report_records(ctx: Ctx, me: str, current: dict[str, tuple[str, str]]
-                    ) -> tuple[dict[str, tuple[str, str]], list[tuple[str, bytes, Report]]]:
+                    ) -> tuple[dict[str, tuple[str, str]], list[tuple[str, bytes, Report]],
+                               list[Any]]:
     """Reports delivered by this machine's sessions: kept ({name: entry}) and new ones."""
     from hunkwise import inbox
 
     keep: dict[str, tuple[str, str]] = {}
     fresh: list[tuple[str, bytes, Report]] = []
+    theirs: list[Any] = []  # delivered here for another machine's task: it reads them
+    mirrored = mirror(ctx)["tasks"]
     cutoff = (store.now() - KEEP_REPORTS_S) * 1e9
     for folder in ("new", "cur"):
         entries, _odd = inbox.entries(ctx.lay.inbox, folder)
@@ -194,6 +197,8 @@ def _report_records(ctx: Ctx, me: str, current: dict[str, tuple[str, str]]
                 continue
             if e.name in current:
                 keep[e.name] = current[e.name]
+                if folder == "new" and e.task_id in mirrored:
+                    theirs.append(e)
                 continue
             try:
                 report = inbox.read_report(e.path)
@@ -202,7 +207,9 @@ def _report_records(ctx: Ctx, me: str, current: dict[str, tuple[str, str]]
             if machine_of(report.session) != me:
                 continue  # delivered here on another machine's behalf, or imported
             fresh.append((e.name, e.path.read_bytes(), report))
-    return keep, fresh
+            if folder == "new" and e.task_id in mirrored:
+                theirs.append(e)
+    return keep, fresh, theirs
 
 
 def publish(ctx: Ctx) -> str | None:
@@ -248,7 +255,7 @@ def publish(ctx: Ctx) -> str | None:
             shown = [t for t in own_tasks if t.active or now - t.updated_at < KEEP_FINISHED_S]
             blobs["tasks.json"] = dump_json({"machine": me, "ranges_at": state.ranges_at,
                                          "tasks": [t.model_dump(mode="json") for t in shown]})
-        keep, fresh = _report_records(ctx, me, current_reports)
+        keep, fresh, theirs = _report_records(ctx, me, current_reports)
         names = list(blobs)
         oids = git.hash_blobs(repo, [blobs[n] for n in names]
                               + [data for _n, data, _r in fresh])
@@ -280,6 +287,7 @@ def publish(ctx: Ctx) -> str | None:
         if parent and git.run(repo, "rev-parse", f"{parent}^{{tree}}").decode().strip() == tree:
             if old is None:
                 git.run(repo, "update-ref", ref, parent, git.null_oid(repo))
+            _published(theirs)
             return parent
         env = {"GIT_AUTHOR_NAME": "hunkwise", "GIT_AUTHOR_EMAIL": f"hunkwise@{me}",
                "GIT_COMMITTER_NAME": "hunkwise", "GIT_COMMITTER_EMAIL": f"hunkwise@{me}"}
@@ -301,8 +309,18 @@ def publish(ctx: Ctx) -> str | None:
         else:
             rc, _ = git.run_rc(repo, "update-ref", ref, commit, old or git.null_oid(repo))
         if rc == 0:
+            _published(theirs)
             return commit
     raise CoordError(f"{ref} kept moving while publishing; try again")
+
+
+def _published(entries: list[Any]) -> None:
+    """Reports delivered here for a task another machine coordinates are that machine's to
+    read: once in this machine's records, they leave this inbox's queue (kept in cur/)."""
+    from hunkwise import inbox
+
+    for e in entries:
+        inbox.archive(e)
 
 
 # ---- push and fetch ------------------------------------------------------------------------
@@ -390,7 +408,8 @@ def warn(lines: list[str]) -> None:
 
 def sync_text(d: dict[str, Any]) -> str:
     a = d["applied"]
-    got = [f"{len(a[k])} {k}" for k in ("signals", "verdicts", "tasks", "checkpoints") if a[k]]
+    got = [f"{len(a[k])} {k}" for k in ("signals", "verdicts", "tasks", "checkpoints",
+                                          "claims", "works") if a.get(k)]
     lines = [(f"{d['machine']}: published {str(d['published'] or 'nothing')[:12]}"
               f"{' and pushed' if d['pushed'] else ''} to {d['remote']}; "
               f"machines seen: {', '.join(d['fetched']) or 'none'}; "
