@@ -291,7 +291,8 @@ def test_a_remote_verdict_speaking_for_another_machine_is_quarantined(machines: 
     ok(m.coord("desktop", "sync"))
     ok(m.worker("laptop", "sync"))
     lap = m.repos["laptop"]
-    inbox = lap / ".git" / "coord" / "inbox" / "new"
+    # Published, the verdict left the laptop's queue for its cur/ (the desktop reads it).
+    inbox = lap / ".git" / "coord" / "inbox" / "cur"
     # A genuine verdict of a laptop session, then rewritten to claim a desktop session,
     # published on top of the laptop's chain (a plain fast-forward) in place of the genuine
     # one, which the desktop never fetched.
