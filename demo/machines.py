@@ -151,9 +151,18 @@ def main() -> None:
     say("The commit holds exactly the task's hunks, typed on two machines")
     run(desk, "desktop", "git", "show", "--format=%h %s%n%b", "HEAD")
     run(desk, "desktop", "git", "status", "--short")
+    run(desk, "desktop", "git", "push", "-q", "origin", "HEAD")
     run(desk, "desktop", "coord", "sync")
+
+    say("Laptop: the task is accepted; its copy there gives way to the commit")
     run(lap, "laptop", "worker", "sync")
     run(lap, "laptop", "coord", "status", "--brief")
+    print("    (the accepted task's copy is now an unowned change here: discard it, restorably,\n"
+          "     and pull the commit that holds the same lines)")
+    run(lap, "laptop", "coord", "discard", "app.py")
+    run(lap, "laptop", "git", "pull", "-q", "--ff-only")
+    run(lap, "laptop", "git", "log", "--oneline", "-3")
+    run(lap, "laptop", "git", "status", "--short")
     run(lap, "laptop", "git", "for-each-ref", "refs/hunkwise/remote/", "refs/hunkwise/m/")
     print(f"\n{BOLD}done.{RESET} Everything stays in {top} for a look around.")
 
