@@ -6,19 +6,24 @@ one, so a push is always a fast-forward of a ref no other machine writes (never 
 never in conflict). Its tree:
 
     signals/<sig-id>@<machine>        a signal one of its sessions (or its coordinator) sent
-    checkpoints/<key>                 a checkpoint or handoff of one of its sessions
+    checkpoints/<key>                 a checkpoint or handoff of one of its sessions, with
+    edits/<key>/{snapshot,base}       the trees of the task's changes it carries
+    claims/<task>                     a claim its session holds on another machine's task
     reports/<inbox name>/report.json  a report one of its sessions delivered, with
     reports/<inbox name>/snapshot     the report's snapshot tree and
     reports/<inbox name>/base         its base commit's tree (so both travel with the push)
     tasks.json                        the coordinator's machine only: its tasks and claims
 
+A chain past COMPACT_AFTER commits starts again from a root commit as the next generation
+of the ref (`records-<n>`); the old generation is deleted in the same atomic push.
+
 A fetch copies every machine's chain to `refs/hunkwise/remote/<machine>/records`. Nothing
 read from there is trusted: each record is parsed as strictly as a report in the inbox
 (size caps, duplicate keys, NaN, the pydantic schema), its id or session must name the
 machine whose ref holds it, and what fails is quarantined with its reason. The machine
-that holds a task in its own state is the one authority for it: it applies remote requests
-(an audit verdict) at its next sync under its lock; other machines keep a mirror of its
-published tasks, replaced at every sync.
+that holds a task in its own state is the one authority for it: it applies remote
+requests (a claim, a work report, an audit verdict) at its next sync under its lock;
+other machines keep a mirror of its published tasks, replaced at every sync.
 """
 
 from __future__ import annotations
