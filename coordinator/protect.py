@@ -25,12 +25,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from hunkwise.shared import diff, git, recovery, store
+from hunkwise.shared import git, recovery, store
 from hunkwise.shared.context import Ctx, get_task
 from hunkwise.shared.errors import StateRefused, UsageError
-from hunkwise.shared.models import TaskState, report_path
 from hunkwise.shared.handover import put_back
-from hunkwise.shared.worktree import write_entries
+from hunkwise.shared.models import TaskState
 
 MARK = "# installed by hunkwise (coord install-hooks)"
 CHAINED = ".hunkwise-chained"

@@ -357,7 +357,7 @@ def apply_works(ctx: Any, machine: str, works: list[tuple[str, bytes, Any, str, 
     from .models import Handover, TaskState
 
     with store.transaction(ctx.lay) as state:
-        for name, data, report, snapshot, base in sorted(works, key=lambda w: w[0]):
+        for _name, data, report, snapshot, base in sorted(works, key=lambda w: w[0]):
             task = _mine(ctx, state, report.task_id)
             if task is None or task.claim is None or task.claim.session != report.session:
                 continue

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -315,10 +316,14 @@ def _apply_state(ctx: Ctx, machine: str, signals: list[Signal],
             # reviewer's session, and for its role.
             who = report.session or ""
             close_about(state, SignalType.READY_FOR_REVIEW, task.id, who,
-                        lambda sig, s=who, r=role: addressed_to(sig, s)
-                        or sig.to.partition("@")[0] == r)
+                        _answered_by(who, role))
             applied.verdicts.append(f"{task.id}: {role} {report.verdict} ({machine})")
         save_json(mir_path, mir)
+
+
+def _answered_by(session: str, role: str) -> Callable[[Signal], bool]:
+    """The review requests a verdict answers: those to its session, and to its role."""
+    return lambda sig: addressed_to(sig, session) or sig.to.partition("@")[0] == role
 
 
 LOCAL_FIELDS = ("state", "session", "claim", "revision", "last_report", "last_status", "saved",

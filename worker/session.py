@@ -24,11 +24,11 @@ from hunkwise.shared.errors import StateRefused, UsageError
 from hunkwise.shared.handover import HANDOFF_REFS, record_edits
 from hunkwise.shared.models import (
     Checkpoint,
-    Handover,
-    Saved,
     Decision,
+    Handover,
     ProposedCommit,
     Report,
+    Saved,
     Signal,
     SignalType,
     State,
