@@ -161,3 +161,61 @@ def test_status_and_index_show_other_machines_claims(handed: Machines) -> None:
             rows["task-002"]["coordinator"]) == (OTHER, "desktop", "desktop")
     lap_md = ok(m.coord("laptop", "index"))["markdown"]
     assert "build@desktop | desktop | task-002" in lap_md
+
+
+def test_a_new_file_travels_both_ways_and_is_committed_exactly(
+        tmp_path: Path, make_repo: Callable[..., Path], coord: Any, worker: Any) -> None:
+    m = Machines(tmp_path, make_repo, coord, worker)
+    desk, lap = m.clone("desktop"), m.clone("laptop")
+    ok(m.coord("desktop", "assign", "task-001", "--title", "Module", "--expect", "lib/new.py",
+               "--write", "lib/*.py"))
+    ok(m.worker("desktop", "start", "task-001", "--session", BUILDER))
+    (desk / "lib").mkdir()
+    (desk / "lib" / "new.py").write_bytes(b"a = 1\n")
+    ok(m.worker("desktop", "handoff", "task-001", "--to", "build@laptop", "--session", BUILDER,
+                "--next", "finish lib/new.py"))
+    assert ok(m.worker("laptop", "start", "task-001", "--session", LAPTOP))["placed"] == [
+        "lib/new.py"]
+    assert (lap / "lib" / "new.py").read_bytes() == b"a = 1\n"
+    (lap / "lib" / "new.py").write_bytes(b"a = 1\nb = 2\n")
+    ok(m.worker("laptop", "done", "task-001", "--session", LAPTOP, "--commit-message", "Module"))
+    nxt = ok(m.coord("desktop", "next"))
+    assert nxt["next"]["validation"]["ok"], nxt
+    assert (desk / "lib" / "new.py").read_bytes() == b"a = 1\nb = 2\n"
+    ok(m.coord("desktop", "accept", "task-001"))
+    assert subprocess_bytes(desk, "show", "HEAD:lib/new.py") == b"a = 1\nb = 2\n"
+    assert git(desk, "status", "--porcelain") == ""
+
+
+def test_a_checkpoint_travels_with_its_edits(handed: Machines) -> None:
+    m = handed
+    lap = m.repos["laptop"]
+    ok(m.worker("laptop", "start", "task-001", "--session", LAPTOP))
+    set_line(lap, "app.py", 4, "four")
+    ok(m.worker("laptop", "checkpoint", "task-001", "--session", LAPTOP, "--next",
+                "resume app.py at line 5"))
+    ok(m.worker("laptop", "sync"))
+    doc = ok(m.coord("desktop", "sync"))
+    assert f"{LAPTOP}|task-001" in doc["applied"]["checkpoints"]
+    from hunkwise.shared import store
+    from hunkwise.shared.context import open_repo
+
+    cp = store.load(open_repo(str(m.repos["desktop"])).lay).checkpoints[f"{LAPTOP}|task-001"]
+    assert cp.saved is not None and sorted(cp.saved.hunks) == ["app.py"]
+    # Its trees came along: the desktop can show the laptop's diff at that checkpoint.
+    patch = git(m.repos["desktop"], "diff", cp.saved.base or "", cp.saved.tree, "--", "app.py")
+    assert "+hello" in patch and "+four" in patch
+
+
+def test_a_claim_the_coordinator_never_granted_is_not_taken(handed: Machines) -> None:
+    m = handed
+    # Reserved for build@laptop: a review session of the laptop cannot take it.
+    r = m.worker("laptop", "start", "task-001", "--session", "sess-20260101-1800-review@laptop")
+    assert r.code == 3 and "handed off to build@laptop" in r.doc["error"]["message"]
+    assert not (m.repos["laptop"] / "app.py").read_bytes().startswith(b"line 1\nhello")
+    # A desktop session starts task-002; the laptop's copy cannot take over that live claim.
+    ok(m.worker("desktop", "start", "task-002", "--session", OTHER))
+    ok(m.coord("desktop", "sync"))
+    ok(m.worker("laptop", "sync"))
+    r = m.worker("laptop", "start", "task-002", "--session", LAPTOP)
+    assert r.code == 3 and "live session" in r.doc["error"]["message"]
