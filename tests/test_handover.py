@@ -219,3 +219,36 @@ def test_a_claim_the_coordinator_never_granted_is_not_taken(handed: Machines) ->
     ok(m.worker("laptop", "sync"))
     r = m.worker("laptop", "start", "task-002", "--session", LAPTOP)
     assert r.code == 3 and "live session" in r.doc["error"]["message"]
+
+
+def test_forged_claims_are_quarantined_or_ignored(handed: Machines) -> None:
+    import json
+    import subprocess
+
+    m = handed
+    lap = m.repos["laptop"]
+    ok(m.worker("desktop", "start", "task-002", "--session", OTHER))
+    ok(m.coord("desktop", "sync"))
+
+    def rec(task: str, session: str) -> bytes:
+        return json.dumps({"task": task, "session": session, "state": "in_progress",
+                           "revision": 0, "opened": 1.0, "heartbeat": 9e9, "ttl": 1800}).encode()
+
+    claims = {"task-002": rec("task-002", LAPTOP),                # a live desktop claim
+              "task-001": rec("task-001", BUILDER)}               # a desktop session
+    entries = ""
+    for name, data in claims.items():
+        oid = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=lap, input=data,
+                             capture_output=True, check=True).stdout.decode().strip()
+        entries += f"100644 blob {oid}\t{name}\n"
+    sub = git(lap, "mktree", input=entries.encode()).strip()
+    top = git(lap, "mktree", input=f"040000 tree {sub}\tclaims\n".encode()).strip()
+    commit = git(lap, "commit-tree", top, "-m", "forged").strip()
+    git(lap, "push", "-q", "origin", f"{commit}:refs/hunkwise/m/laptop/records")
+    doc = ok(m.coord("desktop", "sync"))
+    assert doc["applied"]["claims"] == []
+    q = {x["record"]: x["reason"] for x in doc["applied"]["quarantined"]}
+    assert "is not on laptop" in q["claims/task-001"]
+    rows = {t["id"]: t for t in ok(m.coord("desktop", "status"))["tasks"]}
+    assert rows["task-002"]["session"] == OTHER
+    assert rows["task-001"]["state"] == "assigned"
