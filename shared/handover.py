@@ -127,8 +127,6 @@ def bring_in(ctx: Any, state: State, task: Task, report: Any) -> list[str]:
     lines is no longer what it held (someone changed them here meanwhile), or where the
     report's changes fall on lines changed here since the report's base.
     """
-    from .tree import active_tasks, select, view
-
     ho = task.handover
     assert ho is not None and ho.pending is not None
     _rev, machine, snapshot, base = ho.pending
@@ -138,8 +136,20 @@ def bring_in(ctx: Any, state: State, task: Task, report: Any) -> list[str]:
             raise StateRefused(f"{task.id}: the report's snapshot from {machine} is not here "
                                "yet; run coord sync")
     incoming = _report_record(report, snapshot, base)
+    return replace_held(ctx, state, task, incoming,
+                        what=f"bring {task.id} r{report.revision} from {machine} into this tree",
+                        again="the report stays pending: coord next tries again")
+
+
+def replace_held(ctx: Any, state: State, task: Task, incoming: Saved, *, what: str,
+                 again: str) -> list[str]:
+    """Put `incoming` (changes from another machine) into this tree in place of what the
+    tree holds of the task, which must still be `task.handover.held`; the paths written."""
+    from .tree import active_tasks, select, view
+
+    assert task.handover is not None
+    ho, repo = task.handover, ctx.repo
     recorded = recovery.saved_changes(repo, incoming)
-    what = f"bring {task.id} r{report.revision} from {machine} into this tree"
     outside = sorted(report_path(p) for p in recorded
                      if not _safe(p) or not recovery.covered(task, p))
     if outside:
@@ -195,7 +205,7 @@ def bring_in(ctx: Any, state: State, task: Task, report: Any) -> list[str]:
                             "in a way that cannot be followed")
     if problems:
         raise StateRefused(f"cannot {what}: " + "; ".join(problems[:10]) + "; nothing was "
-                           "written (the report stays pending: coord next tries again)")
+                           f"written ({again})")
     oids = git.hash_blobs(repo, [t for _p, _m, t in texts]) if texts else []
     for (path, mode, _t), oid in zip(texts, oids, strict=True):
         entries[path] = (mode, oid)
@@ -342,9 +352,41 @@ def apply_claims(ctx: Any, machine: str, claims: list[Any], applied: Any) -> Non
             task.reserved_for = None
             task.updated_at = store.now()
             state.sessions.setdefault(rec.session, rec.heartbeat)
-            state.checkpoints.pop(f"handoff|{task.id}", None)  # taken: shown once, there
+            handed = state.checkpoints.get(f"handoff|{task.id}")
+            if handed is not None and handed.session != rec.session:
+                del state.checkpoints[f"handoff|{task.id}"]  # taken: shown once, there
             close_about(state, SignalType.HANDOFF, task.id, rec.session)
             applied.claims.append(f"{task.id}: {rec.session}")
+
+
+def apply_handbacks(ctx: Any, machine: str, checkpoints: dict[str, Any], applied: Any) -> None:
+    """A session of another machine that held one of this machine's tasks handed it on
+    (back here, typically): its claim is released and the task reserved for the target,
+    as a local `worker handoff` does. Its edits travel with the handoff; the start that
+    takes it here puts them in place of this tree's copy (`replace_held`)."""
+    from .models import Signal, SignalType, TaskState
+    from .signals import addressed_to
+
+    with store.transaction(ctx.lay) as state:
+        for cp in checkpoints.values():
+            task = _mine(ctx, state, cp.task) if cp.kind == "handoff" else None
+            if task is None or not cp.to:
+                continue
+            held = task.state == TaskState.IN_PROGRESS and task.claim is not None \
+                and task.claim.session == cp.session
+            # Taken and handed on before its claim reached this machine.
+            reserved = task.state in (TaskState.ASSIGNED, TaskState.CHANGES_REQUESTED) \
+                and task.claim is None and task.reserved_for is not None \
+                and addressed_to(Signal(id="probe", sender="", to=task.reserved_for,
+                                        type=SignalType.HANDOFF, about="", created_at=0.0),
+                                 cp.session)
+            if not (held or reserved):
+                continue
+            task.state = TaskState.ASSIGNED
+            task.claim = None
+            task.reserved_for = cp.to
+            task.updated_at = store.now()
+            applied.claims.append(f"{task.id}: released by {cp.session} for {cp.to}")
 
 
 def apply_works(ctx: Any, machine: str, works: list[tuple[str, bytes, Any, str, str]],

@@ -223,11 +223,12 @@ def _apply_machine(ctx: Ctx, machine: str, commit: str, done: set[str],
             _quarantine(ctx, machine, path, data, e.message, applied)
         done.add(f"{path} {oid}")
     _apply_state(ctx, machine, signals, checkpoints, verdicts, table, applied)
-    if claims or works:
-        from .handover import apply_claims, apply_works
+    if claims or works or checkpoints:
+        from .handover import apply_claims, apply_handbacks, apply_works
 
         apply_claims(ctx, machine, claims, applied)
         apply_works(ctx, machine, works, applied)
+        apply_handbacks(ctx, machine, checkpoints, applied)
     # What left the published tree is forgotten here too: the bookkeeping stays small.
     return {r for r in done if r.split(" ", 1)[0] in listing}
 

@@ -252,3 +252,29 @@ def test_forged_claims_are_quarantined_or_ignored(handed: Machines) -> None:
     rows = {t["id"]: t for t in ok(m.coord("desktop", "status"))["tasks"]}
     assert rows["task-002"]["session"] == OTHER
     assert rows["task-001"]["state"] == "assigned"
+
+
+def test_handed_there_and_back_then_accepted_exactly(handed: Machines) -> None:
+    m = handed
+    desk, lap = m.repos["desktop"], m.repos["laptop"]
+    ok(m.worker("laptop", "start", "task-001", "--session", LAPTOP))
+    set_line(lap, "app.py", 3, "world")
+    ok(m.worker("laptop", "handoff", "task-001", "--to", "build@desktop", "--session", LAPTOP,
+                "--next", "resume app.py at line 4"))
+    # Meanwhile another desktop task edits its own lines of the same file.
+    ok(m.worker("desktop", "start", "task-002", "--session", OTHER))
+    set_line(desk, "app.py", 12, "other")
+    back = "sess-20260102-0900-build@desktop"
+    doc = ok(m.worker("desktop", "start", "task-001", "--session", back))
+    assert doc["placed"] == ["app.py"] and doc["checkpoint"]["session"] == LAPTOP
+    # The laptop's version replaced the desktop's copy: each line once.
+    assert (desk / "app.py").read_bytes() == text((2, "hello"), (3, "world"), (12, "other"))
+    set_line(desk, "app.py", 4, "again")
+    ok(m.worker("desktop", "done", "task-001", "--session", back, "--commit-message", "Greet"))
+    nxt = ok(m.coord("desktop", "next"))
+    assert nxt["next"]["validation"]["ok"], nxt
+    ok(m.coord("desktop", "accept", "task-001"))
+    assert subprocess_bytes(desk, "show", "HEAD:app.py") == text((2, "hello"), (3, "world"),
+                                                                 (4, "again"))
+    assert (desk / "app.py").read_bytes() == text((2, "hello"), (3, "world"), (4, "again"),
+                                                  (12, "other"))

@@ -134,6 +134,8 @@ def start(ctx: Ctx, task_id: str, *, session: str | None, role: str) -> dict[str
             _may_take(task, sess)
             if base is not None:
                 task.inherited = base
+            if placed is not None and task.handover is not None and task.handover.pending is None:
+                task.handover = None  # the edits are back in this tree, its copy replaced
             task.state = TaskState.IN_PROGRESS
             task.session = sess
             task.claim = Claim(session=sess, opened=now, heartbeat=now, ttl=ttl)
@@ -182,8 +184,8 @@ def _take_handed_edits(ctx: Ctx, state: Any, task: Task,
     Only when the start would succeed; putting them twice writes nothing the second time.
     """
     from hunkwise.shared.context import machine_name
-    from hunkwise.shared.handover import put_back
-    from hunkwise.shared.sync import has_object, machine_of
+    from hunkwise.shared.handover import put_back, replace_held
+    from hunkwise.shared.sync import has_object, is_mirrored, machine_of
 
     cp = state.checkpoints.get(f"handoff|{task.id}")
     if cp is None or cp.saved is None or machine_of(cp.session) == machine_name():
@@ -200,8 +202,14 @@ def _take_handed_edits(ctx: Ctx, state: Any, task: Task,
     if not (has_object(ctx.repo, cp.saved.tree) and has_object(ctx.repo, cp.saved.base)):
         raise StateRefused(f"{task.id}'s handed-over changes from {machine_of(cp.session)} are "
                            "not here yet: run worker sync, then worker start again")
-    done = put_back(ctx.repo, task, cp.saved, what=f"take over {task.id}",
-                    clash="differ here from the base the handed-over changes were made on")
+    if task.handover is not None and not is_mirrored(ctx, task.id):
+        # Back at its coordinator's machine, which kept its own copy of the task's edits:
+        # the handed-back changes replace that copy.
+        done = replace_held(ctx, state, task, cp.saved, what=f"take {task.id} back",
+                            again="settle those lines, then worker start again")
+    else:
+        done = put_back(ctx.repo, task, cp.saved, what=f"take over {task.id}",
+                        clash="differ here from the base the handed-over changes were made on")
     return done, machine_of(cp.session) or "?"
 
 
