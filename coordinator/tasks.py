@@ -264,6 +264,7 @@ def brief(ctx: Ctx, *, width: int = 100, most: int = 8) -> dict[str, Any]:
         if t.claim is not None:
             age = now - t.claim.heartbeat
             claims.append({"task": t.id, "session": t.claim.session, "age_s": round(age),
+                           "machine": t.claim.session.rpartition("@")[2],
                            "stale": is_stale(t, now), "state": str(t.state)})
     decisions = [{"id": d.id, "task": d.task, "kind": d.kind, "question": d.question}
                  for d in state.decisions if d.state == "open"]

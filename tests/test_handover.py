@@ -278,3 +278,25 @@ def test_handed_there_and_back_then_accepted_exactly(handed: Machines) -> None:
                                                                  (4, "again"))
     assert (desk / "app.py").read_bytes() == text((2, "hello"), (3, "world"), (4, "again"),
                                                   (12, "other"))
+
+
+def test_changes_requested_of_the_laptop_come_back_as_a_second_revision(handed: Machines) -> None:
+    m = handed
+    desk, lap = m.repos["desktop"], m.repos["laptop"]
+    ok(m.worker("laptop", "start", "task-001", "--session", LAPTOP))
+    set_line(lap, "app.py", 3, "world")
+    ok(m.worker("laptop", "done", "task-001", "--session", LAPTOP, "--commit-message", "Greet"))
+    ok(m.coord("desktop", "next"))
+    ok(m.coord("desktop", "request-changes", "task-001", "--note", "line 4 too"))
+    ok(m.coord("desktop", "sync"))
+    doc = ok(m.worker("laptop", "start", "task-001", "--session", LAPTOP))
+    assert doc["task"]["state"] == "in_progress"
+    set_line(lap, "app.py", 3, "world!")
+    set_line(lap, "app.py", 4, "four")
+    ok(m.worker("laptop", "done", "task-001", "--session", LAPTOP, "--commit-message", "Greet"))
+    nxt = ok(m.coord("desktop", "next"))
+    assert nxt["next"]["report"]["revision"] == 2 and nxt["next"]["validation"]["ok"], nxt
+    assert (desk / "app.py").read_bytes() == text((2, "hello"), (3, "world!"), (4, "four"))
+    ok(m.coord("desktop", "accept", "task-001"))
+    assert subprocess_bytes(desk, "show", "HEAD:app.py") == text((2, "hello"), (3, "world!"),
+                                                                 (4, "four"))
