@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo board-shot bench bench-board smoke lint clean
+.PHONY: test demo demo-machines board-shot bench bench-board smoke lint clean
 
 $(STAMP): pyproject.toml shared inbox coordinator worker
 	$(PYTHON) -m venv $(VENV)
@@ -15,6 +15,9 @@ test: $(STAMP)
 
 demo: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python demo/demo.py
+
+demo-machines: $(STAMP)
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python demo/machines.py
 
 board-shot: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python demo/board_shot.py

@@ -25,11 +25,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from hunkwise.shared import diff, git, recovery, store
+from hunkwise.shared import git, recovery, store
 from hunkwise.shared.context import Ctx, get_task
 from hunkwise.shared.errors import StateRefused, UsageError
-from hunkwise.shared.models import TaskState, report_path
-from hunkwise.shared.worktree import write_entries
+from hunkwise.shared.handover import put_back
+from hunkwise.shared.models import TaskState
 
 MARK = "# installed by hunkwise (coord install-hooks)"
 CHAINED = ".hunkwise-chained"
@@ -341,50 +341,7 @@ def _restore(ctx: Ctx, task_id: str) -> dict[str, Any]:
     for oid in filter(None, (saved.base, saved.tree)):
         if git.run_rc(ctx.repo, "cat-file", "-e", oid)[0] != 0:
             raise UsageError(f"{task_id}'s snapshot {oid[:12]} is gone from the repository")
-    recorded = recovery.saved_changes(ctx.repo, saved)
-    outside = sorted(report_path(p) for p in recorded if not recovery.covered(task, p))
-    if outside:
-        raise StateRefused(f"cannot restore {task_id}: {', '.join(outside[:5])} lies outside "
-                           "its grants; nothing was written")
-    snap = diff.snapshot(ctx.repo)
-    base = saved.base or git.empty_tree(ctx.repo)
-    current = {c.path: c for c in diff.diff_trees(ctx.repo, base, snap.tree, sorted(recorded))} \
-        if recorded else {}
-    gone = recovery.loss(ctx.repo, saved, {report_path(p): c for p, c in current.items()},
-                         recorded, full=True)
-    entries: dict[str, tuple[str, str] | None] = {}
-    expect: dict[str, str | None] = {}
-    problems: list[str] = list(gone.changed)
-    for path in gone.whole:
-        rc = recorded[path]
-        entries[path] = None if rc.status == "D" else (rc.new_mode, rc.new_oid)
-        expect[path] = None if rc.status == "A" else rc.old_oid  # back to the commit's
-    contents: list[bytes] = []
-    spliced: list[tuple[str, str]] = []
-    for path, hunks in sorted(gone.hunks.items()):
-        rc, cur = recorded[path], current.get(path)
-        moved, clashes = diff.carry(hunks, cur.hunks if cur else [])
-        for h in clashes:
-            problems.append(f"{report_path(path)}: lines {h.old_start}-{h.old_end} were changed "
-                            "by someone else since")
-        if clashes:
-            continue
-        now_oid = cur.new_oid if cur else rc.old_oid
-        blob = git.cat_blobs(ctx.repo, [now_oid])[now_oid]
-        try:
-            contents.append(diff.splice(blob, moved))
-        except ValueError:
-            problems.append(f"{report_path(path)}: the lines around the task's changes moved "
-                            "in a way that cannot be followed")
-            continue
-        spliced.append((path, rc.new_mode))
-        expect[path] = now_oid
-    if problems:
-        raise StateRefused(f"cannot restore {task_id}: " + "; ".join(problems[:10])
-                           + "; nothing was written")
-    for (path, mode), oid in zip(spliced, git.hash_blobs(ctx.repo, contents), strict=True):
-        entries[path] = (mode, oid)
-    if entries:
-        write_entries(ctx.repo, entries, expect=expect)
-    return {"task": task_id, "restored": sorted(report_path(p) for p in entries),
+    restored = put_back(ctx.repo, task, saved, what=f"restore {task_id}",
+                        clash="were changed by someone else since")
+    return {"task": task_id, "restored": restored,
             "revision": saved.revision, "kind": saved.kind}

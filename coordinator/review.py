@@ -330,6 +330,16 @@ def next_report(ctx: Ctx) -> dict[str, Any]:
         if task is None:
             inbox.quarantine(e.path, f"{e.name}: report for unknown task {report.task_id}")
             continue
+        ho = task.handover
+        if report.kind == "task" and ho is not None and ho.pending is not None \
+                and ho.pending[0] == report.revision and ho.brought < report.revision:
+            # Delivered on another machine: its changes come into this tree first, in place
+            # of what the tree holds of the task (refused, nothing written, lines named).
+            from hunkwise.coordinator.handback import bring_back
+
+            bring_back(ctx, task.id, report)
+            state = store.load(ctx.lay)
+            task = state.tasks[task.id]
         if inbox.take(e) is None:
             continue  # another coord next took it first
         verdict = validate(ctx, state, task, report)

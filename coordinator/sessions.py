@@ -211,19 +211,27 @@ def render_index(state: State, now: float | None = None, *, everything: bool = F
         c = t.claim
         if c is None:
             continue
-        row: list[object] = [c.session, t.id, t.state, ", ".join(str(g) for g in t.grants), iso(c.opened),
-               f"{now - c.heartbeat:.0f}s"]
+        row: list[object] = [c.session, _machine(c.session), t.id, t.state,
+                             ", ".join(str(g) for g in t.grants), iso(c.opened),
+                             f"{now - c.heartbeat:.0f}s"]
         (stale if now - c.heartbeat > c.ttl else live).append(row)
     lines = ["# Session index", "", f"Generated {iso(now)} from the coordinator state "
-             "(a view: the state is the truth).", "", "## Active claims", ""]
-    lines += _table(["session", "task", "state", "grants", "opened", "heartbeat age"], live)
+             "(a view: the state is the truth; other machines' claims and signals as of "
+             "the last sync).", "", "## Active claims", ""]
+    head = ["session", "machine", "task", "state", "grants", "opened", "heartbeat age"]
+    lines += _table(head, live)
     lines += ["", "## Stale claims", ""]
-    lines += _table(["session", "task", "state", "grants", "opened", "heartbeat age"], stale)
+    lines += _table(head, stale)
     lines += ["", "## Signals", ""]
-    lines += _table(["id", "from", "to", "type", "about", "payload", "state"],
-                    [[s.id, s.sender, s.to, s.type.value, s.about, s.payload, s.state]
+    lines += _table(["id", "from", "to", "type", "about", "payload", "state", "machine"],
+                    [[s.id, s.sender, s.to, s.type.value, s.about, s.payload, s.state,
+                      _machine(s.sender)]
                      for s in state.signals if everything or s.state == "pending"])
     return "\n".join(lines) + "\n"
+
+
+def _machine(who: str) -> str:
+    return who.rpartition("@")[2] if "@" in who else ""
 
 
 INDEX_FILE = "SESSIONS.md"

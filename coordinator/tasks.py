@@ -210,8 +210,15 @@ def status(ctx: Ctx, *, everything: bool = False) -> dict[str, Any]:
         old = {d["id"]: d for d in store.archived(ctx.lay, "task") if d.get("id") not in have}
         shown += [Task.model_validate(d) for d in old.values()]
     rows = []
+    from hunkwise.shared.context import machine_name
+    from hunkwise.shared.sync import machine_of, mirror
+
+    mirrored, me = mirror(ctx)["tasks"], machine_name()
     for t in sorted(shown, key=lambda t: (not t.active, t.id)):
         row = task_row(t, now)
+        # Whose claim (or last session) on which machine; which machine coordinates it.
+        row["machine"] = machine_of(t.claim.session if t.claim else t.session)
+        row["coordinator"] = mirrored.get(t.id, me)
         # Finished but never reported: a stale claim whose changes sit in the tree.
         row["unreported_changes"] = bool(row["stale"] and t.state == TaskState.IN_PROGRESS
                                          and tv.task_changes(t.id))
@@ -257,6 +264,7 @@ def brief(ctx: Ctx, *, width: int = 100, most: int = 8) -> dict[str, Any]:
         if t.claim is not None:
             age = now - t.claim.heartbeat
             claims.append({"task": t.id, "session": t.claim.session, "age_s": round(age),
+                           "machine": t.claim.session.rpartition("@")[2],
                            "stale": is_stale(t, now), "state": str(t.state)})
     decisions = [{"id": d.id, "task": d.task, "kind": d.kind, "question": d.question}
                  for d in state.decisions if d.state == "open"]

@@ -145,7 +145,7 @@ class Saved(Strict):
     it by place as well as by content; `whole` the paths changed as a whole.
     """
 
-    kind: Literal["report", "wip"]
+    kind: Literal["report", "wip", "handoff"]
     revision: int = Field(ge=1)
     tree: str = Field(max_length=64)
     base: str | None = Field(max_length=64)
@@ -153,6 +153,21 @@ class Saved(Strict):
     ref: str = Field(max_length=512)
     hunks: dict[str, list[tuple[int, int, str]]] = Field(default_factory=dict)
     whole: dict[str, str] = Field(default_factory=dict)
+
+
+class Handover(Strict):
+    """A task handed over to another machine while this tree holds its edits.
+
+    `held` is what this tree holds of the task (its changes when it left, then those of
+    the last report brought back): the report that comes back replaces exactly that.
+    `brought` is the newest revision brought into this tree; `pending` the report's
+    (revision, machine, snapshot tree, base tree) waiting for `coord next`.
+    """
+
+    machine: str = Field(max_length=64)
+    held: Saved | None = None
+    brought: int = 0
+    pending: tuple[int, str, str, str] | None = None
 
 
 class Task(Strict):
@@ -187,6 +202,8 @@ class Task(Strict):
     # its unreported snapshots.
     saved: Saved | None = None
     wip_seq: int = 0
+    # Handed over to another machine with its edits (see Handover).
+    handover: Handover | None = None
 
     @property
     def active(self) -> bool:
@@ -262,6 +279,22 @@ class Checkpoint(Strict):
     kind: Literal["checkpoint", "handoff", "recovery"] = "checkpoint"
     to: str | None = None
     file: str | None = None
+    # The task's own changes when it was taken (snapshot tree, base tree, its hunks): they
+    # travel with the checkpoint, and a handoff's are put into the taking machine's tree.
+    saved: Saved | None = None
+
+
+class ClaimRecord(Strict):
+    """A claim a machine's session holds on a task another machine coordinates: the
+    request the authority applies at its next sync."""
+
+    task: str = Field(max_length=64)
+    session: str = Field(max_length=200)
+    state: Literal["in_progress", "reported"]
+    revision: int = Field(ge=0)
+    opened: float
+    heartbeat: float
+    ttl: int = Field(ge=1)
 
 
 class Decision(Strict):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,19 @@ from typing import Any
 from . import git, store
 from .context import Ctx, machine_name, session_role
 from .errors import UsageError
-from .models import SESSION_RE, TASK_ID_RE, Checkpoint, Report, Signal, Task
+from .models import (
+    INACTIVE,
+    SESSION_RE,
+    TASK_ID_RE,
+    Checkpoint,
+    ClaimRecord,
+    Report,
+    Signal,
+    SignalType,
+    Task,
+    TaskState,
+)
+from .signals import addressed_to, close_about
 from .sync import (
     KEY_RE,
     MAX_RECORD_BYTES,
@@ -49,23 +62,28 @@ class Applied:
     tasks: list[str] = field(default_factory=list)
     checkpoints: list[str] = field(default_factory=list)
     reports: list[str] = field(default_factory=list)
+    claims: list[str] = field(default_factory=list)
+    works: list[str] = field(default_factory=list)
     quarantined: list[dict[str, str]] = field(default_factory=list)
 
     def public(self) -> dict[str, Any]:
         return {"signals": self.signals, "verdicts": self.verdicts, "tasks": self.tasks,
                 "checkpoints": self.checkpoints, "reports": self.reports,
-                "quarantined": self.quarantined}
+                "claims": self.claims, "works": self.works, "quarantined": self.quarantined}
 
 
 def remote_machines(repo: Path) -> dict[str, str]:
     """{machine: commit} of every fetched chain."""
     out = git.run(repo, "for-each-ref", "--format=%(refname) %(objectname)", f"{SEEN}/")
-    found: dict[str, str] = {}
+    found: dict[str, tuple[int, str]] = {}
     for line in out.decode().split("\n"):
-        m = re.fullmatch(rf"{SEEN}/([^/]+)/records ([0-9a-f]+)", line)
+        # The highest generation of each machine's chain (older ones go once compacted).
+        m = re.fullmatch(rf"{SEEN}/([^/]+)/records(?:-([1-9][0-9]{{0,8}}))? ([0-9a-f]+)", line)
         if m and _MACHINE_RE.fullmatch(m[1]):
-            found[m[1]] = m[2]
-    return found
+            gen = int(m[2] or 0)
+            if m[1] not in found or found[m[1]][0] < gen:
+                found[m[1]] = (gen, m[3])
+    return {k: v[1] for k, v in found.items()}
 
 
 def _quarantine(ctx: Ctx, machine: str, path: str, data: bytes, reason: str,
@@ -123,7 +141,7 @@ def _apply_machine(ctx: Ctx, machine: str, commit: str, done: set[str],
     repo = ctx.repo
     top = ls_tree(repo, commit)
     listing: dict[str, str] = {}  # record path -> oid
-    for folder in ("signals", "checkpoints", "reports"):
+    for folder in ("signals", "checkpoints", "reports", "claims"):
         if folder in top:
             for name, (_mode, oid) in ls_tree(repo, f"{commit}:{folder}").items():
                 listing[f"{folder}/{name}"] = oid
@@ -134,10 +152,13 @@ def _apply_machine(ctx: Ctx, machine: str, commit: str, done: set[str],
     blob_ids = [o for p, o in todo.items() if not p.startswith("reports/")]
     blob_ids += [t["report.json"][1] for t in report_trees.values() if "report.json" in t]
     blobs = git.cat_blobs(repo, blob_ids) if blob_ids else {}
+    edits = ls_tree(repo, f"{commit}:edits") if "edits" in top else {}
 
     signals: list[Signal] = []
     checkpoints: dict[str, Checkpoint] = {}
     verdicts: list[tuple[str, bytes, Report]] = []
+    works: list[tuple[str, bytes, Report, str, str]] = []
+    claims: list[ClaimRecord] = []
     table: dict[str, Any] | None = None
     for path, oid in sorted(todo.items()):
         kind, _, name = path.partition("/")
@@ -160,7 +181,20 @@ def _apply_machine(ctx: Ctx, machine: str, commit: str, done: set[str],
                     raise UsageError(f"session {cp.session!r} is not on {machine}")
                 if not KEY_RE.fullmatch(name) or not TASK_ID_RE.fullmatch(cp.task):
                     raise UsageError(f"malformed checkpoint key {name!r}")
+                if cp.saved is not None:
+                    # Its edits must travel with it, as the trees it names.
+                    trees = ls_tree(repo, edits[name][1]) if name in edits else {}
+                    if (trees.get("snapshot", ("", ""))[1], trees.get("base", ("", ""))[1]) \
+                            != (cp.saved.tree, cp.saved.base):
+                        raise UsageError("its edits are not the trees it names")
                 checkpoints[name] = cp
+            elif kind == "claims":
+                rec = _parse(data, ClaimRecord, path)
+                if rec.task != name or not TASK_ID_RE.fullmatch(rec.task):
+                    raise UsageError(f"claim record {name!r} names task {rec.task!r}")
+                if not SESSION_RE.fullmatch(rec.session) or machine_of(rec.session) != machine:
+                    raise UsageError(f"session {rec.session!r} is not on {machine}")
+                claims.append(rec)
             elif kind == "reports":
                 entry = report_trees[path]
                 if "report.json" not in entry:
@@ -178,6 +212,8 @@ def _apply_machine(ctx: Ctx, machine: str, commit: str, done: set[str],
                                      f"{report.task_id} r{report.revision}")
                 if report.kind == "review":
                     verdicts.append((name, data, report))
+                elif {"snapshot", "base"} <= set(entry):
+                    works.append((name, data, report, entry["snapshot"][1], entry["base"][1]))
                 applied.reports.append(f"{machine}/{name}")
             elif path == "tasks.json":
                 table = _parse_table(data, machine)
@@ -187,6 +223,12 @@ def _apply_machine(ctx: Ctx, machine: str, commit: str, done: set[str],
             _quarantine(ctx, machine, path, data, e.message, applied)
         done.add(f"{path} {oid}")
     _apply_state(ctx, machine, signals, checkpoints, verdicts, table, applied)
+    if claims or works or checkpoints:
+        from .handover import apply_claims, apply_handbacks, apply_works
+
+        apply_claims(ctx, machine, claims, applied)
+        apply_works(ctx, machine, works, applied)
+        apply_handbacks(ctx, machine, checkpoints, applied)
     # What left the published tree is forgotten here too: the bookkeeping stays small.
     return {r for r in done if r.split(" ", 1)[0] in listing}
 
@@ -229,6 +271,11 @@ def _apply_state(ctx: Ctx, machine: str, signals: list[Signal],
                     continue  # this machine's own task: never replaced by a remote's copy
                 if owner not in (None, machine):
                     continue  # mirrored from another coordinator first
+                local = state.tasks.get(t.id)
+                if local is not None and _ahead(local, t, machine_name()):
+                    # Started or reported here and not yet answered: this machine's claim
+                    # and work stay until the authority's table shows them.
+                    t = t.model_copy(update={k: getattr(local, k) for k in LOCAL_FIELDS})
                 state.tasks[t.id] = t
                 mir["tasks"][t.id] = machine
                 applied.tasks.append(t.id)
@@ -244,9 +291,12 @@ def _apply_state(ctx: Ctx, machine: str, signals: list[Signal],
                 state.signals.append(sig)
                 applied.signals.append(sig.id)
         for key, cp in checkpoints.items():
-            if key not in state.checkpoints:
+            if key not in state.checkpoints or state.checkpoints[key].at < cp.at:
                 state.checkpoints[key] = cp
                 applied.checkpoints.append(key)
+                if cp.saved is not None:  # keep its edits here until it is taken
+                    git.run(ctx.repo, "update-ref",
+                            f"refs/hunkwise/remote-edits/{machine}/{cp.task}", cp.saved.tree)
         for name, data, report in verdicts:
             task = state.tasks.get(report.task_id)
             if task is None or task.id in mir["tasks"]:
@@ -263,8 +313,40 @@ def _apply_state(ctx: Ctx, machine: str, signals: list[Signal],
                 continue
             task.audit[role] = "approved" if report.verdict == "approve" else "changes"
             inbox.deliver(ctx.lay.inbox, data, task.id, report.revision)
+            # The request it answers is closed, as a local verdict closes it: for the
+            # reviewer's session, and for its role.
+            who = report.session or ""
+            close_about(state, SignalType.READY_FOR_REVIEW, task.id, who,
+                        _answered_by(who, role))
             applied.verdicts.append(f"{task.id}: {role} {report.verdict} ({machine})")
         save_json(mir_path, mir)
+
+
+def _answered_by(session: str, role: str) -> Callable[[Signal], bool]:
+    """The review requests a verdict answers: those to its session, and to its role."""
+    return lambda sig: addressed_to(sig, session) or sig.to.partition("@")[0] == role
+
+
+LOCAL_FIELDS = ("state", "session", "claim", "revision", "last_report", "last_status", "saved",
+                "wip_seq", "claimed", "inherited", "reserved_for", "served_revision")
+
+
+def _ahead(local: Task, remote: Task, me: str) -> bool:
+    """Is this machine's copy of a mirrored task ahead of the authority's table: started
+    or reported here by a session of this machine, and not yet answered there?"""
+    c, rc = local.claim, remote.claim
+    if c is None or machine_of(c.session) != me \
+            or local.state not in (TaskState.IN_PROGRESS, TaskState.REPORTED):
+        return False
+    if remote.state in INACTIVE or (rc is not None and rc.session != c.session):
+        return False  # the authority finished it, or gave it to someone else
+    if rc is not None and rc.opened == c.opened:  # it knows this claim
+        return remote.revision < local.revision
+    if remote.state not in (TaskState.ASSIGNED, TaskState.CHANGES_REQUESTED,
+                            TaskState.IN_PROGRESS, TaskState.REPORTED):
+        return False
+    return remote.revision < local.revision or (
+        remote.revision == local.revision and local.state == TaskState.IN_PROGRESS)
 
 
 # ---- reading a task's report wherever it was delivered ---------------------------------------

@@ -6,19 +6,24 @@ one, so a push is always a fast-forward of a ref no other machine writes (never 
 never in conflict). Its tree:
 
     signals/<sig-id>@<machine>        a signal one of its sessions (or its coordinator) sent
-    checkpoints/<key>                 a checkpoint or handoff of one of its sessions
+    checkpoints/<key>                 a checkpoint or handoff of one of its sessions, with
+    edits/<key>/{snapshot,base}       the trees of the task's changes it carries
+    claims/<task>                     a claim its session holds on another machine's task
     reports/<inbox name>/report.json  a report one of its sessions delivered, with
     reports/<inbox name>/snapshot     the report's snapshot tree and
     reports/<inbox name>/base         its base commit's tree (so both travel with the push)
     tasks.json                        the coordinator's machine only: its tasks and claims
 
+A chain past COMPACT_AFTER commits starts again from a root commit as the next generation
+of the ref (`records-<n>`); the old generation is deleted in the same atomic push.
+
 A fetch copies every machine's chain to `refs/hunkwise/remote/<machine>/records`. Nothing
 read from there is trusted: each record is parsed as strictly as a report in the inbox
 (size caps, duplicate keys, NaN, the pydantic schema), its id or session must name the
 machine whose ref holds it, and what fails is quarantined with its reason. The machine
-that holds a task in its own state is the one authority for it: it applies remote requests
-(an audit verdict) at its next sync under its lock; other machines keep a mirror of its
-published tasks, replaced at every sync.
+that holds a task in its own state is the one authority for it: it applies remote
+requests (a claim, a work report, an audit verdict) at its next sync under its lock;
+other machines keep a mirror of its published tasks, replaced at every sync.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from typing import Any
 from . import git, store
 from .context import Ctx, machine_name
 from .errors import CoordError, GitError, UsageError
-from .models import Report, Task
+from .models import ClaimRecord, Report, Task, TaskState
 
 OWN = "refs/hunkwise/m"
 SEEN = "refs/hunkwise/remote"
@@ -46,12 +51,46 @@ REPORT_NAME_RE = re.compile(r"^(?P<t>\d{1,20})\.P\d+R[0-9a-f]+\.[A-Za-z0-9_.-]+,
 KEY_RE = re.compile(r"^[A-Za-z0-9_.@|-]{1,300}$")
 
 
-def own_ref(machine: str) -> str:
-    return f"{OWN}/{machine}/records"
+# A chain longer than this is compacted: its machine publishes a new root commit holding
+# the current tree under the next generation of its ref, and deletes the old one.
+COMPACT_AFTER = 1000
+_GEN_RE = re.compile(r"^records(?:-(?P<n>[1-9][0-9]{0,8}))?$")
 
 
-def seen_ref(machine: str) -> str:
-    return f"{SEEN}/{machine}/records"
+def gen_ref(prefix: str, machine: str, gen: int) -> str:
+    return f"{prefix}/{machine}/records" + (f"-{gen}" if gen else "")
+
+
+def generations(repo: Path, prefix: str, machine: str) -> dict[int, str]:
+    """{generation: commit} of a machine's chain refs under `prefix` (own or seen)."""
+    out = git.run(repo, "for-each-ref", "--format=%(refname) %(objectname)",
+                  f"{prefix}/{machine}/")
+    found: dict[int, str] = {}
+    for line in out.decode().split("\n"):
+        name, _, oid = line.partition(" ")
+        m = _GEN_RE.fullmatch(name.rpartition("/")[2])
+        if m and name.rpartition("/")[0] == f"{prefix}/{machine}":
+            found[int(m["n"] or 0)] = oid
+    return found
+
+
+def _gen(ref: str) -> int:
+    m = _GEN_RE.fullmatch(ref.rpartition("/")[2])
+    return int(m["n"] or 0) if m else 0
+
+
+def own_ref(machine: str, repo: Path | None = None) -> str:
+    """This machine's chain ref: the highest generation it or the remote holds."""
+    if repo is None:
+        return gen_ref(OWN, machine, 0)
+    gens = set(generations(repo, OWN, machine)) | set(generations(repo, SEEN, machine))
+    return gen_ref(OWN, machine, max(gens, default=0))
+
+
+def seen_ref(machine: str, repo: Path | None = None) -> str:
+    if repo is None:
+        return gen_ref(SEEN, machine, 0)
+    return gen_ref(SEEN, machine, max(generations(repo, SEEN, machine), default=0))
 
 
 def machine_of(who: str | None) -> str | None:
@@ -146,12 +185,15 @@ def _is_authority(ctx: Ctx, state: Any) -> list[Task]:
 
 
 def _report_records(ctx: Ctx, me: str, current: dict[str, tuple[str, str]]
-                    ) -> tuple[dict[str, tuple[str, str]], list[tuple[str, bytes, Report]]]:
+                    ) -> tuple[dict[str, tuple[str, str]], list[tuple[str, bytes, Report]],
+                               list[Any]]:
     """Reports delivered by this machine's sessions: kept ({name: entry}) and new ones."""
     from hunkwise import inbox
 
     keep: dict[str, tuple[str, str]] = {}
     fresh: list[tuple[str, bytes, Report]] = []
+    theirs: list[Any] = []  # delivered here for another machine's task: it reads them
+    mirrored = mirror(ctx)["tasks"]
     cutoff = (store.now() - KEEP_REPORTS_S) * 1e9
     for folder in ("new", "cur"):
         entries, _odd = inbox.entries(ctx.lay.inbox, folder)
@@ -160,6 +202,8 @@ def _report_records(ctx: Ctx, me: str, current: dict[str, tuple[str, str]]
                 continue
             if e.name in current:
                 keep[e.name] = current[e.name]
+                if folder == "new" and e.task_id in mirrored:
+                    theirs.append(e)
                 continue
             try:
                 report = inbox.read_report(e.path)
@@ -168,18 +212,21 @@ def _report_records(ctx: Ctx, me: str, current: dict[str, tuple[str, str]]
             if machine_of(report.session) != me:
                 continue  # delivered here on another machine's behalf, or imported
             fresh.append((e.name, e.path.read_bytes(), report))
-    return keep, fresh
+            if folder == "new" and e.task_id in mirrored:
+                theirs.append(e)
+    return keep, fresh, theirs
 
 
 def publish(ctx: Ctx) -> str | None:
     """Write this machine's records as a new commit of its chain; return the commit (or
     the unchanged one, or None when there is nothing to publish)."""
     repo, me = ctx.repo, machine_name()
-    ref = own_ref(me)
     for _ in range(5):
+        ref = own_ref(me, repo)
         state = store.load(ctx.lay)
         old = _ref(repo, ref)
-        parent = old or _ref(repo, seen_ref(me))  # a fresh clone continues its own chain
+        # A fresh clone continues its own chain.
+        parent = old or _ref(repo, ref.replace(OWN, SEEN, 1))
         top = ls_tree(repo, parent) if parent else {}
         current_reports = ls_tree(repo, f"{parent}:reports") if parent and "reports" in top else {}
 
@@ -189,16 +236,31 @@ def publish(ctx: Ctx) -> str | None:
                 continue  # imported, or sent by nobody of this machine
             pub = sig.model_copy(update={"id": f"{sig.id}@{me}", "state": "pending", "acked_by": []})
             blobs[f"signals/{pub.id}"] = dump_json(pub.model_dump(mode="json", by_alias=True))
+        edits: dict[str, tuple[str, str]] = {}
         for key, cp in state.checkpoints.items():
             if machine_of(cp.session) == me and KEY_RE.fullmatch(key):
                 blobs[f"checkpoints/{key}"] = dump_json(cp.model_dump(mode="json"))
+                if cp.saved is not None and cp.saved.base and has_object(repo, cp.saved.tree) \
+                        and has_object(repo, cp.saved.base):
+                    # The edits travel with it: the snapshot and base trees as entries.
+                    edits[key] = ("040000", mktree(repo, {
+                        "snapshot": ("040000", cp.saved.tree), "base": ("040000", cp.saved.base)}))
+        mirrored = mirror(ctx)["tasks"]
+        for t in state.tasks.values():
+            c = t.claim
+            if t.id in mirrored and c is not None and machine_of(c.session) == me \
+                    and t.state in (TaskState.IN_PROGRESS, TaskState.REPORTED):
+                rec = ClaimRecord(task=t.id, session=c.session, state=t.state.value,
+                                  revision=t.revision, opened=c.opened, heartbeat=c.heartbeat,
+                                  ttl=c.ttl)
+                blobs[f"claims/{t.id}"] = dump_json(rec.model_dump(mode="json"))
         own_tasks = _is_authority(ctx, state)
         if own_tasks:
             now = store.now()
             shown = [t for t in own_tasks if t.active or now - t.updated_at < KEEP_FINISHED_S]
             blobs["tasks.json"] = dump_json({"machine": me, "ranges_at": state.ranges_at,
                                          "tasks": [t.model_dump(mode="json") for t in shown]})
-        keep, fresh = _report_records(ctx, me, current_reports)
+        keep, fresh, theirs = _report_records(ctx, me, current_reports)
         names = list(blobs)
         oids = git.hash_blobs(repo, [blobs[n] for n in names]
                               + [data for _n, data, _r in fresh])
@@ -213,11 +275,13 @@ def publish(ctx: Ctx) -> str | None:
                                                    f"{report.base_commit}^{{tree}}").decode().strip())
             reports[name] = ("040000", mktree(repo, entry))
         root: dict[str, tuple[str, str]] = {}
-        for folder in ("signals", "checkpoints"):
+        for folder in ("signals", "checkpoints", "claims"):
             sub = {n.split("/", 1)[1]: ("100644", o) for n, o in by_name.items()
                    if n.startswith(folder + "/")}
             if sub:
                 root[folder] = ("040000", mktree(repo, sub))
+        if edits:
+            root["edits"] = ("040000", mktree(repo, edits))
         if reports:
             root["reports"] = ("040000", mktree(repo, reports))
         if "tasks.json" in by_name:
@@ -228,18 +292,40 @@ def publish(ctx: Ctx) -> str | None:
         if parent and git.run(repo, "rev-parse", f"{parent}^{{tree}}").decode().strip() == tree:
             if old is None:
                 git.run(repo, "update-ref", ref, parent, git.null_oid(repo))
+            _published(theirs)
             return parent
         env = {"GIT_AUTHOR_NAME": "hunkwise", "GIT_AUTHOR_EMAIL": f"hunkwise@{me}",
                "GIT_COMMITTER_NAME": "hunkwise", "GIT_COMMITTER_EMAIL": f"hunkwise@{me}"}
         args = ["commit-tree", tree, "-m", f"hunkwise records of {me}"]
+        target = ref
+        if parent and int(git.run(repo, "rev-list", "--count", parent).decode()) >= COMPACT_AFTER:
+            # Compaction: a new root holding the current tree, as the next generation.
+            gen = _gen(ref)
+            target, parent = gen_ref(OWN, me, gen + 1), None
+            args[-1] += f" (compacted, generation {gen + 1})"
         if parent:
             args[2:2] = ["-p", parent]
         commit = git.run(repo, *args, env=env).decode().strip()
         # Compare-and-swap: another command of this machine may have published meanwhile.
-        rc, _ = git.run_rc(repo, "update-ref", ref, commit, old or git.null_oid(repo))
+        if target != ref:
+            rc, _ = git.run_rc(repo, "update-ref", target, commit, git.null_oid(repo))
+            if rc == 0 and old is not None:
+                git.run_rc(repo, "update-ref", "-d", ref, old)
+        else:
+            rc, _ = git.run_rc(repo, "update-ref", ref, commit, old or git.null_oid(repo))
         if rc == 0:
+            _published(theirs)
             return commit
     raise CoordError(f"{ref} kept moving while publishing; try again")
+
+
+def _published(entries: list[Any]) -> None:
+    """Reports delivered here for a task another machine coordinates are that machine's to
+    read: once in this machine's records, they leave this inbox's queue (kept in cur/)."""
+    from hunkwise import inbox
+
+    for e in entries:
+        inbox.archive(e)
 
 
 # ---- push and fetch ------------------------------------------------------------------------
@@ -259,16 +345,23 @@ def _git_net(ctx: Ctx, *args: str) -> str | None:
 
 
 def push(ctx: Ctx, remote: str) -> str | None:
-    ref = own_ref(machine_name())
+    me = machine_name()
+    ref = own_ref(me, ctx.repo)
     if _ref(ctx.repo, ref) is None:
         return None
-    # Never forced: only this machine writes this ref, and each commit has the last as parent.
-    return _git_net(ctx, "push", "--quiet", "--no-verify", remote, f"{ref}:{ref}")
+    # Never forced: only this machine writes its refs, each commit has the last as parent,
+    # and a compacted chain is a new ref (the next generation), not a rewrite of the old.
+    # The old generations the remote still holds are deleted in the same atomic push,
+    # once the new one holds every live record.
+    older = [gen_ref(OWN, me, g) for g in generations(ctx.repo, SEEN, me) if g < _gen(ref)]
+    return _git_net(ctx, "push", "--quiet", "--no-verify", *(["--atomic"] if older else []),
+                    remote, f"{ref}:{ref}", *[f":{o}" for o in older])
 
 
 def fetch(ctx: Ctx, remote: str) -> str | None:
-    return _git_net(ctx, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote,
-                    f"+{OWN}/*:{SEEN}/*")
+    # --prune: a generation its machine deleted after compacting goes here too.
+    return _git_net(ctx, "fetch", "--quiet", "--prune", "--no-tags", "--no-write-fetch-head",
+                    remote, f"+{OWN}/*:{SEEN}/*")
 
 
 # ---- the commands --------------------------------------------------------------------------
@@ -320,7 +413,8 @@ def warn(lines: list[str]) -> None:
 
 def sync_text(d: dict[str, Any]) -> str:
     a = d["applied"]
-    got = [f"{len(a[k])} {k}" for k in ("signals", "verdicts", "tasks", "checkpoints") if a[k]]
+    got = [f"{len(a[k])} {k}" for k in ("signals", "verdicts", "tasks", "checkpoints",
+                                          "claims", "works") if a.get(k)]
     lines = [(f"{d['machine']}: published {str(d['published'] or 'nothing')[:12]}"
               f"{' and pushed' if d['pushed'] else ''} to {d['remote']}; "
               f"machines seen: {', '.join(d['fetched']) or 'none'}; "

@@ -625,7 +625,7 @@ def test_index_renders_claims_and_signals_without_breaking_its_tables(make_repo,
         assert sig["id"] in row
     active = secs["Active claims"][2:]
     assert len(active) == 1 and SESS_A in active[0] and "t1" in active[0]
-    assert secs["Stale claims"][2:] == ["| - | - | - | - | - | - |"]
+    assert secs["Stale claims"][2:] == ["| - | - | - | - | - | - | - |"]
 
     assert "<script" not in md and "<b>" not in md
     assert "[a](b)" not in md and "**bold**" not in md

@@ -291,7 +291,8 @@ def test_a_remote_verdict_speaking_for_another_machine_is_quarantined(machines: 
     ok(m.coord("desktop", "sync"))
     ok(m.worker("laptop", "sync"))
     lap = m.repos["laptop"]
-    inbox = lap / ".git" / "coord" / "inbox" / "new"
+    # Published, the verdict left the laptop's queue for its cur/ (the desktop reads it).
+    inbox = lap / ".git" / "coord" / "inbox" / "cur"
     # A genuine verdict of a laptop session, then rewritten to claim a desktop session,
     # published on top of the laptop's chain (a plain fast-forward) in place of the genuine
     # one, which the desktop never fetched.
@@ -315,3 +316,63 @@ def test_a_remote_verdict_speaking_for_another_machine_is_quarantined(machines: 
     assert out["applied"]["verdicts"] == []
     r = m.coord("desktop", "accept", "task-001")
     assert r.code == 1 and "audit-pending" in r.stdout
+
+
+def test_a_remote_verdict_closes_the_request_it_answers(machines: Machines) -> None:
+    m = machines
+    built_task(m)
+    ok(m.coord("desktop", "audit", "task-001", "--roles", "review"))
+    ok(m.coord("desktop", "sync"))
+    pending = [s for s in ok(m.coord("desktop", "signals"))["signals"]
+               if s["type"] == "READY_FOR_REVIEW" and s["state"] == "pending"]
+    assert len(pending) == 1
+    ok(m.worker("laptop", "sync"))
+    ok(m.worker("laptop", "start", "--role", "review", "--session", REVIEWER))
+    ok(m.worker("laptop", "review", "task-001", "--verdict", "approve", "--session", REVIEWER))
+    doc = ok(m.coord("desktop", "sync"))
+    assert doc["applied"]["verdicts"] == ["task-001: review approve (laptop)"]
+    rows = ok(m.coord("desktop", "signals"))["signals"]
+    ready = [s for s in rows if s["type"] == "READY_FOR_REVIEW" and not s["id"].endswith("@laptop")]
+    assert [s["state"] for s in ready] == ["delivered"]
+
+
+def test_compaction_keeps_every_record_readable_and_never_forces_a_push(
+        machines: Machines, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hunkwise.shared import sync
+
+    m = machines
+    # The remote refuses any non-fast-forward update: a forced push would fail here.
+    git(m.remote, "config", "receive.denyNonFastForwards", "true")
+    monkeypatch.setattr(sync, "COMPACT_AFTER", 3)
+    built_task(m)
+    ok(m.coord("desktop", "audit", "task-001", "--roles", "review"))
+    for i in range(5):
+        ok(m.worker("laptop", "signal", "--to", "coordinator@desktop", "--type", "BLOCKED_ON",
+                    "--about", f"x{i}", session=REVIEWER))
+        doc = ok(m.worker("laptop", "sync"))
+        assert doc["pushed"] and doc["warnings"] == [], doc
+        ok(m.coord("desktop", "sync"))
+    refs = remote_refs(m)
+    lap = [r for r in refs if "/laptop/" in r]
+    assert len(lap) == 1 and lap[0].startswith("refs/hunkwise/m/laptop/records-"), refs
+    assert [r for r in refs if "/desktop/" in r][0].startswith("refs/hunkwise/m/desktop/records-")
+    # Each generation is short; the newest holds every live record.
+    count = int(git(m.remote, "rev-list", "--count", lap[0]))
+    assert count <= 3
+    names = git(m.remote, "ls-tree", "--name-only", f"{lap[0]}:signals").split()
+    assert len(names) == 5
+    # Every signal reached the desktop once; nothing applied twice across generations.
+    abouts = sorted(s["about"] for s in ok(m.coord("desktop", "signals"))["signals"]
+                    if s["type"] == "BLOCKED_ON")
+    assert abouts == [f"x{i}" for i in range(5)]
+    # A fresh clone of the laptop continues its newest generation; a new machine reads all.
+    m.clone("tablet")
+    ok(m.worker("tablet", "sync"))
+    sigs = ok(m.worker("tablet", "signals", "--session", "sess-20260101-0900-review@tablet"))
+    assert [s["type"] for s in sigs["signals"]] == ["READY_FOR_REVIEW"]
+    # The review cycle still works across compacted chains.
+    ok(m.worker("laptop", "start", "--role", "review", "--session", REVIEWER))
+    ok(m.worker("laptop", "review", "task-001", "--verdict", "approve", "--session", REVIEWER))
+    ok(m.coord("desktop", "next"))
+    ok(m.coord("desktop", "next"))
+    assert ok(m.coord("desktop", "accept", "task-001"))["paths"] == ["app.py"]

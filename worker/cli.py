@@ -62,6 +62,10 @@ def start(task_id: str | None, session: str | None, role: str | None, as_json: b
         emit(core.open_session(ctx, session=session, role=role), as_json, _session_text)
         return
     doc = lifecycle.start(ctx, task_id, session=session, role=role or "worker")
+    from hunkwise.shared.sync import is_mirrored
+
+    if is_mirrored(ctx, task_id):
+        _autosync(ctx)  # the claim reaches the task's coordinator now
 
     def human(d: dict[str, Any]) -> str:
         t = d["task"]
@@ -185,8 +189,10 @@ def handoff(task_id: str, session: str | None, target: str, next_step: str, cont
     """Hand the task to another session and release the claim."""
     from hunkwise.worker import session as core
 
-    doc = core.handoff(_ctx(repo), task_id, session=session, to=target, next_step=next_step,
+    ctx = _ctx(repo)
+    doc = core.handoff(ctx, task_id, session=session, to=target, next_step=next_step,
                        context=context)
+    _autosync(ctx)  # the handoff and its edits travel now
     emit(doc, as_json, lambda d: f"{task_id} handed to {target} ({d['signal']['id']}); "
          f"file: {d['handoff']['file']}")
 

@@ -96,6 +96,7 @@ def start(ctx: Ctx, task_id: str, *, session: str | None, role: str) -> dict[str
     task0 = get_task(state0, task_id)
     first = task0.state == TaskState.ASSIGNED and task0.session is None and not task0.revision
     base = _baseline(ctx, state0, task0) if first else None
+    placed = _take_handed_edits(ctx, state0, task0, session)
     with store.transaction(ctx.lay) as state:
         task = get_task(state, task_id)
         refuse_if_frozen(state, f"worker start {task_id}")
@@ -133,6 +134,8 @@ def start(ctx: Ctx, task_id: str, *, session: str | None, role: str) -> dict[str
             _may_take(task, sess)
             if base is not None:
                 task.inherited = base
+            if placed is not None and task.handover is not None and task.handover.pending is None:
+                task.handover = None  # the edits are back in this tree, its copy replaced
             task.state = TaskState.IN_PROGRESS
             task.session = sess
             task.claim = Claim(session=sess, opened=now, heartbeat=now, ttl=ttl)
@@ -162,9 +165,52 @@ def start(ctx: Ctx, task_id: str, *, session: str | None, role: str) -> dict[str
     if lost is not None:
         notes.insert(0, {"at": store.now(), "by": "hunkwise", "kind": "lost",
                          "text": recovery.lost_message(task_id, lost)})
+    if placed is not None:
+        notes.insert(0, {"at": store.now(), "by": "hunkwise", "kind": "handoff",
+                         "text": f"the handed-over changes from {placed[1]} were put into this "
+                                 f"tree: {', '.join(placed[0]) or 'all were here already'}"})
     return {"checkpoint": shown.model_dump() if shown else None, "task": brief, "session": sess,
+            "placed": placed[0] if placed is not None else None,
             "signals": sigs, "expect": task.expect, "notes": notes,
             "lost": {"paths": lost.paths, "restore": f"coord restore {task_id}"} if lost else None}
+
+
+def _take_handed_edits(ctx: Ctx, state: Any, task: Task,
+                       session: str | None) -> tuple[list[str], str] | None:
+    """A task handed over from another machine with its edits: put exactly those changes
+    into this tree before the claim is taken (refused, 3, nothing written, the file and
+    lines named, where this tree's lines differ from the base they were made on).
+
+    Only when the start would succeed; putting them twice writes nothing the second time.
+    """
+    from hunkwise.shared.context import machine_name
+    from hunkwise.shared.handover import put_back, replace_held
+    from hunkwise.shared.sync import has_object, is_mirrored, machine_of
+
+    cp = state.checkpoints.get(f"handoff|{task.id}")
+    if cp is None or cp.saved is None or machine_of(cp.session) == machine_name():
+        return None
+    refuse_if_frozen(state, f"worker start {task.id}")
+    if task.state not in STARTABLE:
+        return None  # start refuses, with its own reason
+    sess = session or env_session()
+    if sess is None and task.reserved_for and task.reserved_for.startswith("sess-"):
+        sess = task.reserved_for
+    if sess is not None:
+        check_session(sess)
+    _may_take(task, sess)
+    if not (has_object(ctx.repo, cp.saved.tree) and has_object(ctx.repo, cp.saved.base)):
+        raise StateRefused(f"{task.id}'s handed-over changes from {machine_of(cp.session)} are "
+                           "not here yet: run worker sync, then worker start again")
+    if task.handover is not None and not is_mirrored(ctx, task.id):
+        # Back at its coordinator's machine, which kept its own copy of the task's edits:
+        # the handed-back changes replace that copy.
+        done = replace_held(ctx, state, task, cp.saved, what=f"take {task.id} back",
+                            again="settle those lines, then worker start again")
+    else:
+        done = put_back(ctx.repo, task, cp.saved, what=f"take over {task.id}",
+                        clash="differ here from the base the handed-over changes were made on")
+    return done, machine_of(cp.session) or "?"
 
 
 def record(ctx: Ctx, task_ids: list[str]) -> dict[str, recovery.Loss]:

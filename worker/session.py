@@ -15,16 +15,20 @@ from hunkwise.shared.context import (
     env_session,
     get_task,
     iso,
+    machine_name,
     new_session,
     refuse_if_frozen,
     session_role,
 )
 from hunkwise.shared.errors import StateRefused, UsageError
+from hunkwise.shared.handover import HANDOFF_REFS, record_edits
 from hunkwise.shared.models import (
     Checkpoint,
     Decision,
+    Handover,
     ProposedCommit,
     Report,
+    Saved,
     Signal,
     SignalType,
     State,
@@ -43,6 +47,7 @@ from hunkwise.shared.signals import (
     seen_by,
     send,
 )
+from hunkwise.shared.sync import is_mirrored, machine_of
 from hunkwise.shared.tree import active_tasks, view
 
 
@@ -135,8 +140,9 @@ def commits_since(ctx: Ctx, since: float) -> list[str]:
 
 
 def _where_it_stands(ctx: Ctx, task_id: str, session: str | None,
-                     next_step: str) -> tuple[str, list[str], list[str]]:
-    """(holder session, files the task touched, commits since the claim opened).
+                     next_step: str) -> tuple[str, list[str], list[str], Saved | None]:
+    """(holder session, files the task touched, commits since the claim opened, the
+    task's own changes as a record that travels).
 
     Read before taking the lock: the tree view is the slow part.
     """
@@ -145,19 +151,22 @@ def _where_it_stands(ctx: Ctx, task_id: str, session: str | None,
     state = store.load(ctx.lay)
     task = get_task(state, task_id)
     s = _holder_session(task, session)
-    files = task_files(ctx, state, task_id)
-    return s, files, commits_since(ctx, task.claim.opened if task.claim else 0)
+    tv = view(ctx.repo, active_tasks(state))
+    files = sorted({c.path for c in tv.task_changes(task_id)})
+    # The task's own changes travel with the checkpoint or handoff (shared/handover.py).
+    saved = record_edits(ctx.repo, tv, task, kind="handoff", ref=f"{HANDOFF_REFS}/{task_id}")
+    return s, files, commits_since(ctx, task.claim.opened if task.claim else 0), saved
 
 
 def checkpoint(ctx: Ctx, task_id: str, *, session: str | None, next_step: str,
                context: str) -> dict[str, Any]:
-    s, files, commits = _where_it_stands(ctx, task_id, session, next_step)
+    s, files, commits, saved = _where_it_stands(ctx, task_id, session, next_step)
     with store.transaction(ctx.lay) as state:
         task = get_task(state, task_id)
         s = _holder_session(task, s)
         touch(state, s)
         cp = Checkpoint(task=task_id, session=s, at=store.now(), next=next_step, context=context,
-                        files=files, commits=commits)
+                        files=files, commits=commits, saved=saved)
         state.checkpoints[f"{s}|{task_id}"] = cp
         sig = send(state, sender=s, to=s, kind=SignalType.CHECKPOINT, about=task_id, payload=next_step)
         if task.claim:
@@ -168,7 +177,7 @@ def checkpoint(ctx: Ctx, task_id: str, *, session: str | None, next_step: str,
 def handoff(ctx: Ctx, task_id: str, *, session: str | None, to: str, next_step: str,
             context: str) -> dict[str, Any]:
     check_target(to)
-    s, files, commits = _where_it_stands(ctx, task_id, session, next_step)
+    s, files, commits, saved = _where_it_stands(ctx, task_id, session, next_step)
     lost = _recorded(ctx, [task_id])  # while still in progress: the handoff releases it
     with store.transaction(ctx.lay) as state:
         task = get_task(state, task_id)
@@ -176,13 +185,17 @@ def handoff(ctx: Ctx, task_id: str, *, session: str | None, to: str, next_step: 
         s = _holder_session(task, s)
         now = store.now()
         cp = Checkpoint(task=task_id, session=s, at=now, next=next_step, context=context,
-                        files=files, commits=commits, kind="handoff", to=to)
+                        files=files, commits=commits, kind="handoff", to=to, saved=saved)
         cp.file = str(save_handoff(ctx.lay.root, cp))
         state.checkpoints[f"handoff|{task_id}"] = cp
         sig = send(state, sender=s, to=to, kind=SignalType.HANDOFF, about=task_id, payload=next_step)
         task.state = TaskState.ASSIGNED
         task.claim = None
         task.reserved_for = to
+        away = machine_of(to)
+        if away != machine_name() and not is_mirrored(ctx, task_id):
+            # Its edits stay in this tree; the report that comes back replaces them.
+            task.handover = Handover(machine=away or "*", held=saved)
         task.updated_at = now
     return {"handoff": cp.model_dump(), "signal": sig.public(), "task": task.public(), **lost}
 

@@ -1,0 +1,40 @@
+"""`coord next` on a report delivered on another machine: bring its changes into this tree.
+
+The report replaces what this tree holds of the task (shared/handover.py, `bring_in`);
+afterwards the state records the tree's copy as the task's work (for `coord restore` and
+for the next report that comes back), and validation runs as for any report.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hunkwise.shared import git, recovery, store
+from hunkwise.shared.context import Ctx
+from hunkwise.shared.handover import bring_in
+from hunkwise.shared.models import Saved
+from hunkwise.shared.tree import active_tasks, identities_of_selection, select, view
+
+
+def bring_back(ctx: Ctx, task_id: str, report: Any) -> list[str]:
+    with store.locked(ctx.lay, name="commit"):
+        state = store.load(ctx.lay)
+        task = state.tasks[task_id]
+        written = bring_in(ctx, state, task, report)
+        tv = view(ctx.repo, active_tasks(state))
+        sel = select(tv, task)
+        ref = f"{recovery.SNAPSHOT_REFS}/{task_id}/r{report.revision}"
+        git.run(ctx.repo, "update-ref", ref, tv.snap.tree)
+        hunks, whole = recovery.record_of(sel)
+        with store.transaction(ctx.lay) as st:
+            t = st.tasks[task_id]
+            assert t.handover is not None
+            t.handover = t.handover.model_copy(update={
+                "brought": report.revision, "pending": None,
+                "held": Saved(kind="report", revision=report.revision, tree=tv.snap.tree,
+                              base=tv.snap.head_tree, at=store.now(), ref=ref, hunks=hunks,
+                              whole=whole)})
+            t.claimed = identities_of_selection(tv, t, sel)
+            t.saved = recovery.saved_of(tv, sel, kind="report", revision=report.revision,
+                                        ref=ref)
+    return written
