@@ -48,6 +48,7 @@ def run(group: click.Group, prog: str, argv: Sequence[str] | None = None) -> int
     # pydantic looks for plugins among every installed distribution's entry points on its
     # first import: a scan of site-packages that hunkwise never needs.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    _skip_plugin_loader()
     global _json_seen
     _json_seen = False
     args = list(sys.argv[1:] if argv is None else argv)
@@ -88,6 +89,27 @@ def _run(group: click.Group, prog: str, args: list[str]) -> int:
 
         traceback.print_exc()
         return fail(CoordError(f"internal error: {type(e).__name__}: {e}"), _json_seen, prog)
+
+
+def _skip_plugin_loader() -> None:
+    """With every pydantic plugin disabled, give pydantic a plugin loader that says so.
+
+    pydantic's loader answers `()` when PYDANTIC_DISABLE_PLUGINS disables them all, but
+    importing it imports `importlib.metadata` (and with it `email`, `zipfile`, `socket`):
+    a tenth of every command's start-up, for an answer known in advance. Only then, and
+    only before pydantic has loaded its own (tests/test_namespace.py checks the names
+    pydantic takes from it).
+    """
+    import os
+    import types
+
+    name = "pydantic.plugin._loader"
+    if os.environ.get("PYDANTIC_DISABLE_PLUGINS") not in ("__all__", "1", "true") \
+            or name in sys.modules:
+        return
+    stub = types.ModuleType(name, "pydantic's plugin loader while every plugin is disabled")
+    stub.get_plugins = lambda: ()  # type: ignore[attr-defined]
+    sys.modules[name] = stub
 
 
 def exit_process(code: int) -> None:

@@ -12,7 +12,8 @@ from .errors import UsageError
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    # Built at first use: commands that never read the settings do not pay for them.
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, defer_build=True)
 
 
 class VerifySettings(_Section):

@@ -108,3 +108,40 @@ def test_the_wheel_lives_beside_packages_that_ship_shared_and_worker(tmp_path: P
     r = subprocess.run([str(py), "-c", "import shared, worker; print(shared.OTHER, worker.OTHER)"],
                        capture_output=True, text=True, env=env, cwd=tmp_path)
     assert r.stdout.strip() == "True True", r.stderr
+
+
+def test_the_plugin_loader_stand_in_offers_what_pydantic_takes_from_it(make_repo, monkeypatch) -> None:
+    """With every plugin disabled the CLIs give pydantic a plugin loader that answers
+    `()` without importing importlib.metadata: it must offer every name pydantic's own
+    modules import from the real one, and a command must then run without that import."""
+    import re
+    import subprocess
+    import sys
+
+    import pydantic
+
+    from hunkwise.shared import cli
+
+    wanted: set[str] = set()
+    for src in Path(pydantic.__file__).parent.rglob("*.py"):
+        for m in re.finditer(r"from (?:\.|pydantic\.plugin\.)_loader import ([\w, ]+)",
+                             src.read_text(encoding="utf-8")):
+            wanted |= {n.strip() for n in m.group(1).split(",")}
+    assert "get_plugins" in wanted
+    monkeypatch.setenv("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    saved = sys.modules.pop("pydantic.plugin._loader", None)
+    try:
+        cli._skip_plugin_loader()
+        stub = sys.modules["pydantic.plugin._loader"]
+        assert all(hasattr(stub, n) for n in wanted), wanted
+        assert list(stub.get_plugins()) == []
+    finally:
+        if saved is not None:
+            sys.modules["pydantic.plugin._loader"] = saved
+    code = ("import os, sys; os.environ['PYDANTIC_DISABLE_PLUGINS'] = '__all__'\n"
+            "from hunkwise.coordinator.cli import main\n"
+            "rc = main(['inbox', '--json', '--repo', sys.argv[1]])\n"
+            "print(rc, 'importlib.metadata' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code, str(make_repo({"a.txt": "a\n"}))],
+                         capture_output=True, text=True, check=True).stdout.split()
+    assert out[-1] == "False", out
