@@ -8,7 +8,7 @@ settled index. One task holds `src/mod00/**` and is started; the tree holds a sm
 2 lines edited in each of 3 files and one new untracked file (4 `git status` lines, 7 hunks).
 
 Rows, interleaved round by round (order rotating, one warm-up round first):
-- `snapshot (in-process)`: the product's `shared.diff.snapshot(repo)` called in this very
+- `snapshot (in-process)`: the product's `shared.snapshot.take(repo)` called in this very
   process (environment made hermetic first): copy the index, `git add -A` into the copy,
   `git write-tree`, plus HEAD's commit and tree (one rev-parse). No Python start-up. This is
   what a snapshot adds to a command that runs anyway.
@@ -108,15 +108,15 @@ def main(argv: list[str] | None = None) -> int:
         os.environ.clear()
         os.environ.update(sb.env)  # hermetic: the product's git.run reads os.environ
         sys.path.insert(0, str(ROOT))
-        from hunkwise.shared import diff as product_diff
+        from hunkwise.shared import snapshot as product_snapshot
 
-        expected_tree = product_diff.snapshot(sb.repo).tree
+        expected_tree = product_snapshot.take(sb.repo).tree
 
         def snapshot_in_process(i: int) -> tuple[float, float]:
             s0 = resource.getrusage(resource.RUSAGE_SELF)
             c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
             t0 = time.perf_counter()
-            snap = product_diff.snapshot(sb.repo)
+            snap = product_snapshot.take(sb.repo)
             dt = time.perf_counter() - t0
             s1 = resource.getrusage(resource.RUSAGE_SELF)
             c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -167,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         steps = [
             Step("git status --porcelain", status_once),
             Step("snapshot (in-process)", snapshot_in_process,
-                 note="shared.diff.snapshot(repo): copy index, add -A, write-tree, rev-parse"),
+                 note="shared.snapshot.take(repo): copy index, add -A, write-tree, rev-parse"),
             Step("snapshot (python -c)", snapshot_python_c,
                  note="fresh interpreter: start-up + import shared.diff + snapshot"),
             Step("worker done --no-run-checks", done_once, before=reopen,

@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from hunkwise.shared import diff, git, store
+from hunkwise.shared import diff, git, snapshot, store
 from hunkwise.shared.context import Ctx, refuse_if_frozen
 from hunkwise.shared.errors import CheckFailed, StateRefused, UsageError
 from hunkwise.shared.models import check_rel_path
@@ -51,7 +51,7 @@ def commit_own(ctx: Ctx, paths: list[str], message: str) -> dict[str, Any]:
                                                              and glob_matches(g.path, p)):
                         raise StateRefused(f"{p} is held by {t.id} ({g}); its changes are "
                                            f"committed by coord accept {t.id}")
-        snap = diff.snapshot(ctx.repo)
+        snap = snapshot.take(ctx.repo)
         changes = diff.diff_trees(ctx.repo, snap.head_tree, snap.tree, rel)
         if not changes:
             raise CheckFailed(f"nothing to commit: {', '.join(rel)} as in HEAD")

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import quoteattr
 
-from hunkwise.shared import config, diff, git, store
+from hunkwise.shared import config, diff, git, snapshot, store
 from hunkwise.shared.context import Ctx, env_session, iso, machine_name
 from hunkwise.shared.errors import StateRefused, UsageError
 from hunkwise.shared.models import Freeze, SignalType, TaskState
@@ -36,7 +36,7 @@ _XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
 def fingerprint(ctx: Ctx) -> tuple[str, str, str]:
     """(digest, snapshot tree, index digest) of the working tree and the real index."""
-    snap = diff.snapshot(ctx.repo)
+    snap = snapshot.take(ctx.repo)
     index = hashlib.sha256(git.run(ctx.repo, "ls-files", "-s", "-z")).hexdigest()
     digest = hashlib.sha256(f"{snap.head}\n{snap.tree}\n{index}".encode()).hexdigest()
     return digest, snap.tree, index

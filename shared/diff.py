@@ -1,4 +1,4 @@
-"""Snapshots of the working tree, -U0 hunks, hunk identity, and blob splicing.
+"""-U0 hunks of tree diffs, hunk identity, and blob splicing (snapshots: shared/snapshot.py).
 
 Everything here works on bytes: paths and contents are never decoded, and file content is
 split on b"\\n" the way git does, never with splitlines().
@@ -6,19 +6,14 @@ split on b"\\n" the way git does, never with splitlines().
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import re
-import shutil
-import stat
-import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import git
-from .git import Sha
 
 REGULAR_MODES = ("100644", "100755")
 
@@ -297,152 +292,6 @@ def _undo_forced_binary(repo: Path, old: str, new: str, changes: list[FileChange
     patch = git.run(repo, "diff-tree", "-r", "-p", "-U0", "--text", *git.DIFF_PINS, old, new,
                     "--", *texty, env={"GIT_LITERAL_PATHSPECS": "1"})
     parsed.update(parse_patch(patch))
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    tree: Sha
-    head: Sha | None
-    head_tree: Sha
-
-
-SNAPSHOT_TRIES = 5
-SETTLE_S = 0.005  # how long a changed file's stat data must hold for a second read
-
-
-def snapshot(repo: Path) -> Snapshot:
-    """Write the whole working tree (tracked and untracked, not ignored) as a tree object.
-
-    Works through a throwaway copy of the index so clean filters apply, stat data speeds up
-    unchanged files, and the real index is never touched. Reads the tree until two reads
-    agree: a file rewritten while git reads it gives a torn (empty, half-written) blob or
-    a git error, and neither may become a report.
-    """
-    gd = git.git_dir(repo)
-    head, htree = git.head_and_tree(repo)
-    with tempfile.TemporaryDirectory(prefix="hunkwise-idx-", dir=gd) as tmp:
-        idx = os.path.join(tmp, "index")
-        real = gd / "index"
-        env = {"GIT_INDEX_FILE": idx}
-        if real.exists():
-            # copy2 keeps the mtime: git decides which entries are "racily clean" by comparing
-            # them with the index file's own mtime, so a fresher copy would hide edits.
-            shutil.copy2(real, idx)
-            # A copy may hold staged or unmerged entries; `add -A` replaces every tracked
-            # entry with what the work tree holds, which is what a snapshot means.
-            _clear_index_flags(repo, env)
-        else:
-            git.run(repo, "read-tree", htree, env=env)
-        tree = _settled_tree(repo, env, htree)
-    return Snapshot(tree=tree, head=head, head_tree=htree)
-
-
-def _settled_tree(repo: Path, env: dict[str, str], base: str) -> Sha:
-    """`add -A` + `write-tree`, read again until the two reads agree.
-
-    The second read covers what differs from HEAD (a torn read shows up there: an empty or
-    half-written file differs from its committed bytes): each such file is hashed again
-    between two `lstat`s that must match, and must give the blob the tree holds. A file
-    rewritten in between, even with the same bytes, changes its stat data, so two reads that
-    both caught it empty do not pass for agreement. Unchanged files cost nothing more.
-    """
-    import time
-
-    from .errors import GitError, StateRefused
-
-    errors: list[GitError] = []
-    for attempt in range(SNAPSHOT_TRIES):
-        if attempt:
-            time.sleep(0.01 * 3 ** min(attempt - 1, 3))  # let a writer caught mid-write finish
-        try:
-            git.run(repo, "add", "-A", "--", ".", env=env)
-            tree = Sha(git.run(repo, "write-tree", env=env).decode().strip())
-        except GitError as e:
-            # A file truncated or replaced while git reads it: SIGBUS on the mapping (which
-            # leaves the copy's lock behind), a short read, a vanished file. Read again
-            # rather than show git's message.
-            errors.append(e)
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(env["GIT_INDEX_FILE"] + ".lock")
-            continue
-        if tree == base or _reread_agrees(repo, base, tree):
-            return tree
-    if len(errors) == SNAPSHOT_TRIES and errors[0].returncode > 0 and \
-            len({(e.returncode, e.stderr) for e in errors}) == 1:
-        raise errors[-1]  # the same failure every time: a real problem, not a race
-    raise StateRefused(f"tree changing, retry: files changed during each of {SNAPSHOT_TRIES} "
-                       "reads of the working tree, so no consistent snapshot could be taken")
-
-
-def _stat_key(path: str) -> tuple[int, ...] | None:
-    try:
-        st = os.lstat(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    return st.st_ino, st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns
-
-
-def _reread_agrees(repo: Path, base: str, tree: str) -> bool:
-    """Do the paths that differ between `base` and `tree` still hold what `tree` says,
-    read again while their stat data stays the same?"""
-    import time
-
-    changes = _parse_raw(_raw(repo, base, tree))
-    full = {c.path: os.path.join(repo, c.path) for c in changes}
-    since = time.monotonic()
-    before = {p: _stat_key(f) for p, f in full.items()}
-    hashed: list[FileChange] = []
-    for c in changes:
-        st = before[c.path]
-        if c.status == "D":
-            if st is not None and not stat.S_ISDIR(st[1]):
-                return False  # back again: the deletion was read mid-replacement
-        elif c.new_mode in REGULAR_MODES:
-            if "\n" in c.path or c.path.startswith('"'):
-                continue  # not expressible to --stdin-paths; the stat check still holds
-            hashed.append(c)
-        elif c.new_mode == "120000":
-            fmt = git.object_format(repo)
-            target = os.fsencode(os.readlink(full[c.path])) if st is not None else None
-            if target is None or hashlib.new(fmt, b"blob %d\0" % len(target) + target
-                                             ).hexdigest() != c.new_oid:
-                return False
-    if hashed:
-        rc, out = git.run_rc(repo, "hash-object", "--stdin-paths",
-                             input=b"".join(os.fsencode(c.path) + b"\n" for c in hashed))
-        if rc != 0 or out.decode().split() != [c.new_oid for c in hashed]:
-            return False
-    # A writer between truncating a file and writing it leaves it empty for a while: the
-    # stat data must hold for longer than such a gap, not just for one quick hash.
-    time.sleep(max(0.0, SETTLE_S - (time.monotonic() - since)))
-    return all(_stat_key(f) == before[p] for p, f in full.items())
-
-
-def _clear_index_flags(repo: Path, env: dict[str, str]) -> None:
-    """Let `add -A` see assume-unchanged and skip-worktree paths as they are on disk.
-
-    git skips such entries when it compares the index with the work tree, so an edit of
-    one would be left out of the snapshot, the report and the commit. Only the throwaway
-    copy loses the flags. A skip-worktree path absent from disk is a sparse checkout's,
-    not a deletion: it keeps its flag.
-    """
-    out = git.run(repo, "ls-files", "-v", "-z", env=env)
-    assumed: list[bytes] = []
-    skipped: list[bytes] = []
-    for rec in out.split(b"\0"):
-        # `ls-files -v`: "S " marks skip-worktree, a lower-case tag assume-unchanged.
-        if len(rec) < 3 or rec[:1] == b"H":
-            continue
-        tag, path = rec[:1], rec[2:]
-        if tag.islower():
-            assumed.append(path)
-        if tag in (b"S", b"s"):
-            if os.path.lexists(os.path.join(repo, os.fsdecode(path))):
-                skipped.append(path)
-    for flag, paths in (("--no-assume-unchanged", assumed), ("--no-skip-worktree", skipped)):
-        if paths:
-            git.run(repo, "update-index", flag, "-z", "--stdin", env=env,
-                    input=b"".join(p + b"\0" for p in paths))
 
 
 def splice(base: bytes, hunks: Iterable[Hunk]) -> bytes:

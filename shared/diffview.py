@@ -89,7 +89,7 @@ def snapshot_diff(ctx: Ctx, task_id: str, *, stat: bool = False) -> dict[str, An
     The same selection and splice as accept, on a view of base -> snapshot with every
     active task's grants mapped to the base.
     """
-    from hunkwise.shared import diff, remote, sync
+    from hunkwise.shared import diff, remote, snapshot, sync
     from hunkwise.shared.commitplan import plan_commit
     from hunkwise.shared.ownership import attribute
     from hunkwise.shared.tree import TreeView
@@ -111,7 +111,7 @@ def snapshot_diff(ctx: Ctx, task_id: str, *, stat: bool = False) -> dict[str, An
     todo = [c for c in changes if c.path in ranged and c.splittable and c.hunks]
     blobs = git.cat_blobs(ctx.repo, [c.old_oid for c in todo]) if todo else {}
     old_texts = {c.path: blobs[c.old_oid] for c in todo}
-    snap = diff.Snapshot(tree=git.Sha(snap_tree), head=git.Sha(report.base_commit or ""),
+    snap = snapshot.Snapshot(tree=git.Sha(snap_tree), head=git.Sha(report.base_commit or ""),
                          head_tree=git.Sha(base_tree))
     tv = TreeView(snap, changes, attribute(changes, tasks, old_texts), old_texts)
     claims = {(e.path, h.sha256) for e in report.changes for h in e.hunks}

@@ -21,7 +21,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from . import diff, git, recovery, store
+from . import diff, git, recovery, snapshot, store
 from .diff import FileChange, Hunk
 from .errors import StateRefused
 from .models import Saved, State, Task, report_path
@@ -64,7 +64,7 @@ def put_back(repo: Path, task: Task, saved: Saved, *, what: str, clash: str) -> 
     if bad or outside:
         raise StateRefused(f"cannot {what}: {', '.join((bad + outside)[:5])} lies outside "
                            "its grants; nothing was written")
-    snap = diff.snapshot(repo)
+    snap = snapshot.take(repo)
     base = saved.base or git.empty_tree(repo)
     current = {c.path: c for c in diff.diff_trees(repo, base, snap.tree, sorted(recorded))} \
         if recorded else {}

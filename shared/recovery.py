@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import diff, git, store
+from . import diff, git, snapshot, store
 from .diff import FileChange, Hunk
 from .models import Saved, State, Task, TaskState, report_path
 from .ownership import glob_matches
@@ -315,7 +315,7 @@ def record_now(ctx: Any, task_ids: Iterable[str]) -> dict[str, Loss]:
            and state.tasks[t].state == TaskState.IN_PROGRESS]
     if not ids:
         return {}
-    snap = diff.snapshot(ctx.repo)
+    snap = snapshot.take(ctx.repo)
     if all((s := state.tasks[t].saved) is not None and s.tree == snap.tree
            and s.base == snap.head for t in ids):
         return {}

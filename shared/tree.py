@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import diff, git
+from . import diff, git, snapshot
 from .diff import FileChange
 from .errors import GitError
 from .models import ChangeEntry, Grant, HunkEntry, State, Task, TaskState, report_path
@@ -24,7 +24,7 @@ Identity = tuple[str, ...]
 
 @dataclass
 class TreeView:
-    snap: diff.Snapshot
+    snap: snapshot.Snapshot
     changes: list[FileChange]
     attribution: Attribution
     old_texts: dict[str, bytes] = field(default_factory=dict)
@@ -33,9 +33,9 @@ class TreeView:
         return self.attribution.owned.get(task_id, [])
 
 
-def view(repo: Path, tasks: Sequence[Task], snap: diff.Snapshot | None = None) -> TreeView:
+def view(repo: Path, tasks: Sequence[Task], snap: snapshot.Snapshot | None = None) -> TreeView:
     """The working tree's changes attributed to `tasks` (of `snap`, or of a new snapshot)."""
-    snap = diff.snapshot(repo) if snap is None else snap
+    snap = snapshot.take(repo) if snap is None else snap
     changes = diff.diff_trees(repo, snap.head_tree, snap.tree)
     ranged = {g.path for t in tasks if t.active for g in t.grants if g.kind == "range"}
     todo = [c for c in changes if c.path in ranged and c.splittable and c.hunks]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from hunkwise.shared import diff
+from hunkwise.shared import diff, snapshot
 from hunkwise.shared.diff import FileChange, Hunk
 from hunkwise.shared.errors import UsageError
 from hunkwise.shared.models import Grant, Task, TaskState, check_task_id
@@ -48,7 +48,7 @@ def edit_lines(repo: Path, path: str, fn: Callable[[list[str]], list[str]]) -> N
 
 
 def tree_changes(repo: Path) -> list[FileChange]:
-    snap = diff.snapshot(repo)
+    snap = snapshot.take(repo)
     return diff.diff_trees(repo, snap.head_tree, snap.tree)
 
 

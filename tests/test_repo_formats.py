@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from hunkwise.shared import diff
+from hunkwise.shared import diff, snapshot
 from hunkwise.shared import git as hgit
 from hunkwise.shared.errors import GitError, StateRefused
 from tests.conftest import Result, git, git_bytes, numbered, wait_until, write
@@ -88,7 +88,7 @@ def test_a_sha256_repository_without_commits_has_its_own_empty_tree(tmp_path: Pa
     if subprocess.run(["git", "init", "-q", "--object-format=sha256"], cwd=repo).returncode:
         pytest.skip("this git cannot create SHA-256 repositories")
     write(repo, "a.txt", "a\n")
-    snap = diff.snapshot(repo)
+    snap = snapshot.take(repo)
     assert snap.head is None and len(snap.head_tree) == 64
     assert [c.path for c in diff.diff_trees(repo, snap.head_tree, snap.tree)] == ["a.txt"]
 
@@ -141,7 +141,7 @@ def test_a_flagged_file_deleted_on_disk_is_a_deletion_but_a_sparse_one_is_not(
     (repo / "a.txt").unlink()
     (repo / "sparse.txt").unlink()  # what a sparse checkout leaves: flagged and absent
 
-    snap = diff.snapshot(repo)
+    snap = snapshot.take(repo)
 
     changes = {c.path: c.status for c in diff.diff_trees(repo, snap.head_tree, snap.tree)}
     assert changes == {"a.txt": "D"}
@@ -241,7 +241,7 @@ def test_the_same_git_error_on_every_read_is_shown_as_it_is(make_repo: MakeRepo,
 
     monkeypatch.setattr(hgit, "run", run)
     with pytest.raises(GitError, match="Permission denied"):
-        diff.snapshot(repo)
+        snapshot.take(repo)
 
 
 WRITER = r"""
@@ -291,7 +291,7 @@ def test_snapshots_amid_a_rewriting_process_are_never_torn(make_repo: MakeRepo, 
     consistent = 0
     for _ in range(25):
         try:
-            snap = diff.snapshot(repo)
+            snap = snapshot.take(repo)
         except StateRefused as e:
             assert "tree changing, retry" in e.message
             continue
