@@ -8,7 +8,7 @@ read-only commands (`diff --output`) are refused in every abbreviation too.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -319,6 +319,7 @@ def _reflog(args: list[str]) -> str | None:
     return "blocked" if args and args[0] in ("expire", "delete", "drop") else None
 
 
-_SPECIAL = {"stash": _stash, "branch": _branch, "tag": _tag, "worktree": _worktree,
-            "config": _config, "apply": _apply, "clean": _clean, "remote": _remote,
-            "reflog": _reflog}
+_SPECIAL: dict[str, Callable[[list[str]], str | None]] = {
+    "stash": _stash, "branch": _branch, "tag": _tag, "worktree": _worktree,
+    "config": _config, "apply": _apply, "clean": _clean, "remote": _remote,
+    "reflog": _reflog}
