@@ -10,7 +10,8 @@ The history is made as the product makes it. Two batches run for real in-process
 start, edit, done, next, accept; a signal sent and acknowledged; freeze and thaw, which moves
 finished tasks and delivered signals into `archive.jsonl`). Those archived records and read
 reports are then replicated with new ids: the records through `store.archive` (the writer
-`coord thaw` uses), the reports into `inbox/cur/` under names that follow inbox/maildir.py.
+`coord thaw` uses), the reports into `inbox/old/` (where a thaw moves the read reports of
+the tasks it archives) under names that follow inbox/maildir.py.
 The scene on top, the same on both sides, is batch 3: task A in progress with a one-line
 change, task B reported with a one-line change (its report pending) and two assigned tasks.
 
@@ -140,7 +141,9 @@ def replicate_history(root: Path, tasks: int, signals: int, reports: int) -> dic
     lay = store.Layout(repo=root.parent.parent, root=root)
     t_tmpl = store.archived(lay, "task")
     s_tmpl = store.archived(lay, "signal")
-    cur = root / "inbox" / "cur"
+    # A thaw moves the read reports of the tasks it archives from inbox/cur to inbox/old
+    # (inbox.retire): the real batches' reports are there, and so go their copies.
+    cur = root / "inbox" / "old"
     r_tmpl = sorted(cur.iterdir())
     assert t_tmpl and s_tmpl and r_tmpl, (len(t_tmpl), len(s_tmpl), len(r_tmpl))
     records: list[dict[str, Any]] = []
@@ -157,7 +160,7 @@ def replicate_history(root: Path, tasks: int, signals: int, reports: int) -> dic
             doc = json.loads(src.read_bytes())
             doc.update(task_id=tid, revision=1, report_id=f"rep-{tid}-r1-history")
             name = f"{base_ns + i * 10**9:020d}.P{1000 + i % 30000}R{i:012x}.{host},task={tid},rev=1"
-            entry = inbox.maildir._entry(cur / name, "cur")
+            entry = inbox.maildir._entry(cur / name, "old")
             assert entry is not None and entry.task_id == tid, name
             (cur / name).write_bytes(json.dumps(doc).encode())
             names.append(name)
@@ -186,7 +189,8 @@ def history_size(root: Path) -> dict[str, Any]:
     archive = root / store.ARCHIVE
     return {"archived_tasks": len(store.archived(lay, "task")),
             "archived_signals": len(store.archived(lay, "signal")),
-            "read_reports": len(os.listdir(root / "inbox" / "cur")),
+            "read_reports": sum(len(os.listdir(root / "inbox" / d)) for d in ("cur", "old")
+                                if (root / "inbox" / d).is_dir()),
             "pending_reports": len(os.listdir(root / "inbox" / "new")),
             "archive_bytes": archive.stat().st_size if archive.exists() else 0,
             "state_bytes": (root / "state.json").stat().st_size}

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import quoteattr
 
+from hunkwise import inbox
 from hunkwise.shared import config, diff, git, snapshot, store
 from hunkwise.shared.context import Ctx, env_session, iso, machine_name
 from hunkwise.shared.errors import StateRefused, UsageError
@@ -102,6 +103,7 @@ def _archive_closed(ctx: Ctx, state: Any, closed: int) -> int:
                + [{"kind": "decision", "data": d.model_dump(mode="json")} for d in decisions]
                + [{"kind": "session", "data": {"session": s, "seen": at}} for s, at in sessions.items()])
     store.archive(ctx.lay, records)
+    inbox.retire(ctx.lay.inbox, {t.id for t in done})
     for t in done:
         del state.tasks[t.id]
         for key in [k for k in state.checkpoints if k.endswith(f"|{t.id}")]:

@@ -10,10 +10,10 @@ from .maildir import (
     quarantine,
     read_report,
     reports_by_task,
+    retire,
     sweep_tmp,
     take,
 )
 
 __all__ = ["Entry", "MAX_REPORT_BYTES", "archive", "deliver", "entries", "find_task_reports",
-           "quarantine", "read_report", "reports_by_task",
-           "sweep_tmp", "take"]
+           "quarantine", "read_report", "reports_by_task", "retire", "sweep_tmp", "take"]

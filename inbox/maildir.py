@@ -109,11 +109,31 @@ def entries(inbox: Path, folder: str = "new", task_id: str | None = None
 
 
 def find_task_reports(inbox: Path, task_id: str) -> list[Entry]:
-    """Every stored report of a task (pending and read), oldest revision first."""
-    found = [e for folder in ("new", "cur") for e in entries(inbox, folder, task_id)[0]
-             if e.task_id == task_id]
-    found.sort(key=lambda e: (e.revision, e.time_ns))
-    return found
+    """Every stored report of a task (pending and read), oldest revision first; a task
+    archived at a thaw has its reports in `old/`, looked at only when the others hold none."""
+    for folders in (("new", "cur"), ("old",)):
+        found = [e for folder in folders for e in entries(inbox, folder, task_id)[0]
+                 if e.task_id == task_id]
+        if found:
+            found.sort(key=lambda e: (e.revision, e.time_ns))
+            return found
+    return []
+
+
+def retire(inbox: Path, task_ids: set[str]) -> int:
+    """Move the read reports of these (archived) tasks from `cur/` to `old/`, so the
+    reports every command lists are those of the work in flight; how many moved."""
+    moved = 0
+    (inbox / "old").mkdir(exist_ok=True)
+    for e in entries(inbox, "cur")[0]:
+        if e.task_id in task_ids:
+            with contextlib.suppress(FileNotFoundError):
+                os.rename(e.path, inbox / "old" / e.name)
+                moved += 1
+    if moved:
+        fsync_dir(inbox / "old")
+        fsync_dir(inbox / "cur")
+    return moved
 
 
 def reports_by_task(inbox: Path) -> dict[str, list[Entry]]:

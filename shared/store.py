@@ -105,7 +105,8 @@ def layout(repo: Path) -> Layout:
 
 
 def ensure(lay: Layout) -> None:
-    for sub in ("", "inbox/tmp", "inbox/new", "inbox/cur", "inbox/quarantine", "handoffs"):
+    for sub in ("", "inbox/tmp", "inbox/new", "inbox/cur", "inbox/old", "inbox/quarantine",
+                "handoffs"):
         (lay.root / sub).mkdir(parents=True, exist_ok=True)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from pathlib import Path
 
 from tests.conftest import Result, age_claims, git, numbered, write
@@ -174,6 +176,14 @@ def test_thaw_archives_finished_work_and_the_archive_is_still_read(make_repo, co
     assert ok(coord(repo, "thaw"))["archived"] >= 2
     state = (repo / ".git/coord/state.json").read_text()
     assert '"t1"' not in state and sig not in state
+    # Its read report left inbox/cur (what every command lists) for inbox/old, where the
+    # task's own lookups still find it.
+    inbox_dir = repo / ".git/coord/inbox"
+    assert not [n for n in os.listdir(inbox_dir / "cur") if ",task=t1," in n]
+    assert [n for n in os.listdir(inbox_dir / "old") if ",task=t1," in n]
+    from hunkwise import inbox
+
+    assert [e.folder for e in inbox.find_task_reports(inbox_dir, "t1")] == ["old"]
     assert sig in ok(coord(repo, "index", "--all"))["markdown"]
     assert sig not in ok(coord(repo, "index"))["markdown"]
     # An archived id is still taken, and an archived task can still be reverted.
