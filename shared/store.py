@@ -119,10 +119,19 @@ MIGRATIONS = {1: _to_v2}
 
 
 def load(lay: Layout) -> State:
+    return _load(lay)[0]
+
+
+def _load(lay: Layout) -> tuple[State, bytes]:
+    """The state and the bytes it was read from (empty when there is no state yet)."""
     try:
         data = lay.state_file.read_bytes()
     except FileNotFoundError:
-        return State()
+        return State(), b""
+    return _parse_state(lay, data), data
+
+
+def _parse_state(lay: Layout, data: bytes) -> State:
     try:
         doc = strict_json_loads(data)
         version = doc.get("version", 1) if isinstance(doc, dict) else None
@@ -174,9 +183,13 @@ def archived(lay: Layout, kind: str) -> list[dict[str, Any]]:
     return out
 
 
+def _dump(state: State) -> bytes:
+    return state.model_dump_json(indent=1, by_alias=True).encode()
+
+
 def save(lay: Layout, state: State) -> None:
     ensure(lay)
-    atomic_write(lay.state_file, state.model_dump_json(indent=1, by_alias=True).encode())
+    atomic_write(lay.state_file, _dump(state))
 
 
 @contextlib.contextmanager
@@ -243,11 +256,15 @@ def _acquire(path: Path, wait: float) -> Callable[[], None] | None:
 def transaction(lay: Layout) -> Iterator[State]:
     """Lock, load, yield the state for changes, save when the block ends without error."""
     with locked(lay):
-        state = load(lay)
-        before = state.model_dump_json()
+        state, read = _load(lay)
         yield state
-        if state.model_dump_json() != before:
-            save(lay, state)
+        # One serialisation: what would be written, compared with what was read. A state
+        # written by this version and left unchanged gives the same bytes, so it is not
+        # written again; anything else (a change, a migration) is.
+        out = _dump(state)
+        if out != (read or _dump(State())):
+            ensure(lay)
+            atomic_write(lay.state_file, out)
 
 
 def now() -> float:

@@ -77,3 +77,24 @@ def test_a_waiter_gets_the_lock_once_it_is_released(make_repo) -> None:
     for t in threads:
         t.join(10)
     assert order == ["first in", "first out", "second in"]
+
+
+def test_a_transaction_writes_the_state_only_when_it_changed(make_repo, coord) -> None:
+    """The state is serialised once per transaction and compared with what was read: an
+    unchanged state is not rewritten (same file), a changed one is."""
+    repo = make_repo({"a.txt": "a\n"})
+    assert coord(repo, "assign", "T", "--title", "t", "--expect", "e", "--write", "a.txt").code == 0
+    lay = store.layout(repo)
+    before = lay.state_file.stat()
+    with store.transaction(lay) as state:
+        assert "T" in state.tasks
+    after = lay.state_file.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    with store.transaction(lay) as state:
+        state.tasks["T"].title = "renamed"
+    assert lay.state_file.stat().st_ino != before.st_ino
+    assert store.load(lay).tasks["T"].title == "renamed"
+    fresh = store.layout(make_repo({"b.txt": "b\n"}))
+    with store.transaction(fresh):
+        pass
+    assert not fresh.state_file.exists()  # nothing to write, nothing written
