@@ -9,7 +9,7 @@ every second with `If-None-Match` (an unchanged board costs a 304) and swaps the
 One thread refreshes the board from the state (the same reads as the CLI) twice a second,
 and the tree-wide lost-work check every ten; requests only serve what it rendered, so
 viewers never load the state themselves. The only write is answering a decision, through
-`sessions.decide`, the core function of `coord decide` (it counts the intervention). Every
+`decisions.decide`, the core function of `coord decide` (it counts the intervention). Every
 value a worker wrote is HTML-escaped in the one renderer, `board_render`.
 
 Safety: loopback by default, with the Host header checked (a DNS-rebinding page cannot
@@ -193,9 +193,9 @@ class Board:
                 .replace("{{BOARD}}", body)), nonce
 
     def decide(self, decision: str, answer: str) -> dict[str, Any]:
-        from hunkwise.coordinator import sessions
+        from hunkwise.coordinator import decisions
 
-        doc = sessions.decide(self.ctx, decision, answer)
+        doc = decisions.decide(self.ctx, decision, answer)
         self.refresh()
         return doc
 

@@ -328,9 +328,9 @@ def accept(task_id: str, message: str | None, recheck: bool | None, as_json: boo
 @common
 def request_changes(task_id: str, note: str, as_json: bool, repo: str | None) -> None:
     """Send the task back to its worker with a note."""
-    from hunkwise.coordinator import decide
+    from hunkwise.coordinator import outcomes
 
-    doc = decide.request_changes(_ctx(repo), task_id, note)
+    doc = outcomes.request_changes(_ctx(repo), task_id, note)
     emit(doc, as_json, lambda d: f"{task_id}: changes requested")
 
 
@@ -341,9 +341,9 @@ def request_changes(task_id: str, note: str, as_json: bool, repo: str | None) ->
 @common
 def reject(task_id: str, note: str, discard: bool, as_json: bool, repo: str | None) -> None:
     """Reject a task; its grants are released."""
-    from hunkwise.coordinator import decide
+    from hunkwise.coordinator import outcomes
 
-    doc = decide.reject(_ctx(repo), task_id, note, discard)
+    doc = outcomes.reject(_ctx(repo), task_id, note, discard)
     emit(doc, as_json, lambda d: f"{task_id}: rejected"
          + (f"; discarded {', '.join(d['discarded'])}" if d["discarded"] else ""))
 
@@ -353,9 +353,9 @@ def reject(task_id: str, note: str, discard: bool, as_json: bool, repo: str | No
 @common
 def defer(task_id: str, as_json: bool, repo: str | None) -> None:
     """Move a task to the next batch; its grants and edits stay."""
-    from hunkwise.coordinator import decide
+    from hunkwise.coordinator import outcomes
 
-    doc = decide.defer(_ctx(repo), task_id)
+    doc = outcomes.defer(_ctx(repo), task_id)
     emit(doc, as_json, lambda d: f"{task_id}: deferred to batch {d['task']['batch']}")
 
 
@@ -427,9 +427,9 @@ def audit(task_id: str, roles: str, as_json: bool, repo: str | None) -> None:
 @common
 def decisions(include_answered: bool, as_json: bool, repo: str | None) -> None:
     """Decisions waiting for the human supervisor."""
-    from hunkwise.coordinator import sessions
+    from hunkwise.coordinator import decisions as core
 
-    doc = sessions.decisions(_ctx(repo), include_answered=include_answered)
+    doc = core.decisions(_ctx(repo), include_answered=include_answered)
     emit(doc, as_json, lambda d: (table([(x["id"], x["task"], x["kind"], x["state"],
                                           clip(x["question"], 50), x["answer"])
                                          for x in d["decisions"]],
@@ -444,9 +444,9 @@ def decisions(include_answered: bool, as_json: bool, repo: str | None) -> None:
 @common
 def decide(decision_id: str, answer: str, as_json: bool, repo: str | None) -> None:
     """Answer a decision; the asking worker sees it in worker signals."""
-    from hunkwise.coordinator import sessions
+    from hunkwise.coordinator import decisions
 
-    doc = sessions.decide(_ctx(repo), decision_id, answer)
+    doc = decisions.decide(_ctx(repo), decision_id, answer)
     emit(doc, as_json, lambda d: f"{decision_id}: answered" + (
         f"; {d['reopened']} was blocked on it and can start again (worker start "
         f"{d['reopened']})" if d.get("reopened") else ""))

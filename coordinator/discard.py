@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from hunkwise.coordinator.decide import discard_entries
+from hunkwise.coordinator.outcomes import discard_entries
 from hunkwise.shared import diff, git, store
 from hunkwise.shared.context import Ctx, refuse_if_frozen
 from hunkwise.shared.diff import FileChange, Hunk

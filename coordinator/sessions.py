@@ -20,7 +20,8 @@ from hunkwise.shared.tree import active_tasks, view
 COORDINATOR = "coordinator"
 
 
-def _me() -> str:
+def coordinator_session() -> str:
+    """Who the coordinator is in signals: $COORD_SESSION, else coordinator@<machine>."""
     return env_session() or f"{COORDINATOR}@{machine_name()}"
 
 
@@ -36,7 +37,7 @@ def recover(ctx: Ctx, task_id: str, note: str) -> dict[str, Any]:
             # A handoff to a target that never comes (a mistyped session id): free it.
             was = task.reserved_for
             task.reserved_for = None
-            send(state, sender=_me(), to="*", kind=SignalType.HANDOFF, about=task_id,
+            send(state, sender=coordinator_session(), to="*", kind=SignalType.HANDOFF, about=task_id,
                  payload=f"handoff to {was} released by the coordinator" + (f": {note}" if note else ""))
             return {"task": task.public(), "handoff": None, "stale_session": None,
                     "released_reservation": was}
@@ -59,7 +60,7 @@ def recover(ctx: Ctx, task_id: str, note: str) -> dict[str, Any]:
         task.updated_at = cp.at
         # To whoever takes the task over: a session of the stale one's role, not everyone
         # (reviewers and other roles have nothing to resume).
-        send(state, sender=_me(), to=f"{session_role(c.session)}@*", kind=SignalType.HANDOFF,
+        send(state, sender=coordinator_session(), to=f"{session_role(c.session)}@*", kind=SignalType.HANDOFF,
              about=task_id, payload=f"recovered from stale {c.session}: " + cp.next)
     return {"task": task.public(), "handoff": cp.model_dump(), "stale_session": c.session}
 
@@ -82,7 +83,7 @@ def signals(ctx: Ctx, *, pending_only: bool, ack: list[str] | None = None) -> di
         rows = [s.public() for s in state.signals if not pending_only or s.state == "pending"]
         return {"signals": rows}
     every = any(a in ("all", "--all") for a in ack)
-    me = _me()
+    me = coordinator_session()
     acked: list[str] = []
     with store.transaction(ctx.lay) as state:
         by_id = {s.id: s for s in state.signals}
@@ -130,54 +131,11 @@ def audit(ctx: Ctx, task_id: str, roles: list[str]) -> dict[str, Any]:
             raise StateRefused(f"{task_id} is {task.state}; nothing to audit")
         for role, target in asked:
             task.audit[role] = "pending"
-            sig = send(state, sender=_me(), to=target, kind=SignalType.READY_FOR_REVIEW,
+            sig = send(state, sender=coordinator_session(), to=target, kind=SignalType.READY_FOR_REVIEW,
                        about=task_id, payload=f"audit {task_id}: {task.title}")
             sent.append(sig.public())
     return {"task": task_id, "audit": dict(task.audit), "signals": sent,
             "addressed": {role: [t for r, t in asked if r == role] for role, _ in asked}}
-
-
-def decisions(ctx: Ctx, *, include_answered: bool) -> dict[str, Any]:
-    state = store.load(ctx.lay)
-    rows = [d.model_dump() for d in state.decisions if include_answered or d.state == "open"]
-    if include_answered:
-        rows = store.archived(ctx.lay, "decision") + rows
-    return {"decisions": rows, "interventions": state.interventions.get(str(state.batch), 0)}
-
-
-def decide(ctx: Ctx, dec_id: str, answer: str) -> dict[str, Any]:
-    if not answer.strip():
-        raise UsageError("--answer must say something")
-    with store.transaction(ctx.lay) as state:
-        dec = next((d for d in state.decisions if d.id == dec_id), None)
-        if dec is None:
-            raise UsageError(f"unknown decision {dec_id!r} (coord decisions lists them)")
-        if dec.state == "answered":
-            raise StateRefused(f"{dec_id} was answered already: {dec.answer}")
-        dec.state = "answered"
-        dec.answer = answer
-        dec.answered_at = store.now()
-        key = str(state.batch)
-        state.interventions[key] = state.interventions.get(key, 0) + 1
-        send(state, sender=_me(), to=dec.session, kind=SignalType.DECISION, about=dec.id,
-             payload=answer)
-        reopened = _reopen_blocked(state, dec)
-    return {"decision": dec.model_dump(), "reopened": reopened}
-
-
-def _reopen_blocked(state: State, dec: Any) -> str | None:
-    """A task that reported `blocked` waiting on this decision can start again, with the
-    answer among its notes: ask -> blocked -> decide -> worker start, no dead end."""
-    from hunkwise.shared.models import Note
-
-    task = state.tasks.get(dec.task)
-    if task is None or task.state != TaskState.REPORTED or task.last_status != "blocked":
-        return None
-    task.state = TaskState.CHANGES_REQUESTED
-    task.notes.append(Note(at=store.now(), by="supervisor", kind="decision",
-                           text=f"{dec.id}: {dec.question} -> {dec.answer}"))
-    task.updated_at = store.now()
-    return task.id
 
 
 # ---- the Markdown view -------------------------------------------------------------------

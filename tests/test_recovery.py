@@ -311,7 +311,7 @@ def test_discard_and_restore_race_an_appending_writer_and_lose_no_line(
     """50 rounds in 5 parts of 10 (so the suite spreads them over its workers): A's line 2
     is recorded, destroyed, restored (retrying while the file moves), discarded; meanwhile
     another process appends to the same file every few ms."""
-    from hunkwise.coordinator import decide, protect
+    from hunkwise.coordinator import outcomes, protect
     from hunkwise.shared.context import open_repo
     from hunkwise.shared.errors import StateRefused
 
@@ -372,7 +372,7 @@ def test_discard_and_restore_race_an_appending_writer_and_lose_no_line(
             edit_line_2("line 2")  # destroyed
             retry(lambda: protect.restore(ctx, tid))
             assert (repo / "f.txt").read_text().split("\n")[1] == f"line 2 by {tid}"
-            retry(lambda: decide.reject(ctx, tid, "round over", True))
+            retry(lambda: outcomes.reject(ctx, tid, "round over", True))
             assert (repo / "f.txt").read_text().split("\n")[1] == "line 2"
     finally:
         stop.touch()

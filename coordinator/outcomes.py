@@ -1,4 +1,5 @@
-"""The coordinator's other verdicts: request-changes, reject (optionally discarding), defer."""
+"""A report's outcomes other than accept: request changes, reject (optionally discarding its
+changes), defer to the next batch."""
 
 from __future__ import annotations
 

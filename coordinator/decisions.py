@@ -1,0 +1,57 @@
+"""Decisions only the human supervisor takes: the open questions workers asked (`worker
+ask`), and `coord decide`, which answers one, counts the intervention, signals the asking
+session and lets a task blocked on it start again."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hunkwise.coordinator.sessions import coordinator_session
+from hunkwise.shared import store
+from hunkwise.shared.context import Ctx
+from hunkwise.shared.errors import StateRefused, UsageError
+from hunkwise.shared.models import SignalType, State, TaskState
+from hunkwise.shared.signals import send
+
+
+def decisions(ctx: Ctx, *, include_answered: bool) -> dict[str, Any]:
+    state = store.load(ctx.lay)
+    rows = [d.model_dump() for d in state.decisions if include_answered or d.state == "open"]
+    if include_answered:
+        rows = store.archived(ctx.lay, "decision") + rows
+    return {"decisions": rows, "interventions": state.interventions.get(str(state.batch), 0)}
+
+
+def decide(ctx: Ctx, dec_id: str, answer: str) -> dict[str, Any]:
+    if not answer.strip():
+        raise UsageError("--answer must say something")
+    with store.transaction(ctx.lay) as state:
+        dec = next((d for d in state.decisions if d.id == dec_id), None)
+        if dec is None:
+            raise UsageError(f"unknown decision {dec_id!r} (coord decisions lists them)")
+        if dec.state == "answered":
+            raise StateRefused(f"{dec_id} was answered already: {dec.answer}")
+        dec.state = "answered"
+        dec.answer = answer
+        dec.answered_at = store.now()
+        key = str(state.batch)
+        state.interventions[key] = state.interventions.get(key, 0) + 1
+        send(state, sender=coordinator_session(), to=dec.session, kind=SignalType.DECISION, about=dec.id,
+             payload=answer)
+        reopened = _reopen_blocked(state, dec)
+    return {"decision": dec.model_dump(), "reopened": reopened}
+
+
+def _reopen_blocked(state: State, dec: Any) -> str | None:
+    """A task that reported `blocked` waiting on this decision can start again, with the
+    answer among its notes: ask -> blocked -> decide -> worker start, no dead end."""
+    from hunkwise.shared.models import Note
+
+    task = state.tasks.get(dec.task)
+    if task is None or task.state != TaskState.REPORTED or task.last_status != "blocked":
+        return None
+    task.state = TaskState.CHANGES_REQUESTED
+    task.notes.append(Note(at=store.now(), by="supervisor", kind="decision",
+                           text=f"{dec.id}: {dec.question} -> {dec.answer}"))
+    task.updated_at = store.now()
+    return task.id
