@@ -251,7 +251,7 @@ def next_cmd(with_diff: bool, as_json: bool, repo: str | None) -> None:
 def diff_cmd(task_id: str, stat: bool, from_snapshot: bool, as_json: bool, repo: str | None) -> None:
     """Exactly the patch `coord accept ID` would commit now."""
     from hunkwise.shared.diffview import snapshot_diff, task_diff
-    from hunkwise.shared.sync import is_mirrored
+    from hunkwise.shared.records import is_mirrored
 
     ctx = _ctx(repo)
     if from_snapshot or is_mirrored(ctx, task_id):

@@ -211,7 +211,7 @@ def status(ctx: Ctx, *, everything: bool = False) -> dict[str, Any]:
         shown += [Task.model_validate(d) for d in old.values()]
     rows = []
     from hunkwise.shared.context import machine_name
-    from hunkwise.shared.sync import machine_of, mirror
+    from hunkwise.shared.records import machine_of, mirror
 
     mirrored, me = mirror(ctx)["tasks"], machine_name()
     for t in sorted(shown, key=lambda t: (not t.active, t.id)):

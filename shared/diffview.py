@@ -89,7 +89,7 @@ def snapshot_diff(ctx: Ctx, task_id: str, *, stat: bool = False) -> dict[str, An
     The same selection and splice as accept, on a view of base -> snapshot with every
     active task's grants mapped to the base.
     """
-    from hunkwise.shared import diff, remote, snapshot, sync
+    from hunkwise.shared import diff, records, remote, snapshot
     from hunkwise.shared.commitplan import plan_commit
     from hunkwise.shared.ownership import attribute
     from hunkwise.shared.tree import TreeView
@@ -101,7 +101,7 @@ def snapshot_diff(ctx: Ctx, task_id: str, *, stat: bool = False) -> dict[str, An
         raise UsageError(f"{task_id} has no report here or in any synced machine's records "
                          "(coord sync fetches them)")
     report, base_tree, snap_tree, origin = found
-    mir = sync.mirror(ctx)
+    mir = records.mirror(ctx)
     owner = mir["tasks"].get(task_id)
     ranges_at = mir["ranges_at"].get(owner) if owner else state.ranges_at
     tasks = [remote.grants_at(ctx.repo, t, ranges_at, base_tree) for t in active_tasks(state)]

@@ -308,7 +308,7 @@ def _now_entry(cur: FileChange | None, head: tuple[str, str] | None) -> tuple[st
 
 def _mine(ctx: Any, state: State, task_id: str) -> Task | None:
     """The task if this machine is its authority (not a mirror of another's table)."""
-    from .sync import mirror
+    from .records import mirror
 
     task = state.tasks.get(task_id)
     if task is None or task_id in mirror(ctx)["tasks"]:

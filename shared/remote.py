@@ -33,8 +33,7 @@ from .models import (
     Task,
     TaskState,
 )
-from .signals import addressed_to, close_about
-from .sync import (
+from .records import (
     KEY_RE,
     MAX_RECORD_BYTES,
     REPORT_NAME_RE,
@@ -48,6 +47,7 @@ from .sync import (
     save_json,
     sync_dir,
 )
+from .signals import addressed_to, close_about
 
 _SIG_ID_RE = re.compile(r"^sig-\d{8}-\d{3,9}@(?P<m>[A-Za-z0-9_-]{1,64})$")
 _MACHINE_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")

@@ -62,7 +62,7 @@ def start(task_id: str | None, session: str | None, role: str | None, as_json: b
         emit(core.open_session(ctx, session=session, role=role), as_json, _session_text)
         return
     doc = lifecycle.start(ctx, task_id, session=session, role=role or "worker")
-    from hunkwise.shared.sync import is_mirrored
+    from hunkwise.shared.records import is_mirrored
 
     if is_mirrored(ctx, task_id):
         _autosync(ctx)  # the claim reaches the task's coordinator now

@@ -185,7 +185,7 @@ def _take_handed_edits(ctx: Ctx, state: Any, task: Task,
     """
     from hunkwise.shared.context import machine_name
     from hunkwise.shared.handover import put_back, replace_held
-    from hunkwise.shared.sync import has_object, is_mirrored, machine_of
+    from hunkwise.shared.records import has_object, is_mirrored, machine_of
 
     cp = state.checkpoints.get(f"handoff|{task.id}")
     if cp is None or cp.saved is None or machine_of(cp.session) == machine_name():

@@ -35,6 +35,7 @@ from hunkwise.shared.models import (
     Task,
     TaskState,
 )
+from hunkwise.shared.records import is_mirrored, machine_of
 from hunkwise.shared.signals import (
     ack,
     addressed_to,
@@ -47,7 +48,6 @@ from hunkwise.shared.signals import (
     seen_by,
     send,
 )
-from hunkwise.shared.sync import is_mirrored, machine_of
 from hunkwise.shared.tree import active_tasks, view
 
 

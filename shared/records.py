@@ -1,0 +1,152 @@
+"""The records machines exchange through their git remote, and where they live: ref names
+(each machine's chain and its generations, the fetched copies), the limits and names an
+untrusted record must meet, the JSON files a sync keeps, the mirror of the authority's
+tasks, and the tree plumbing records are read and written with. shared/sync.py publishes,
+pushes and fetches them; shared/remote.py applies what other machines sent."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from . import git, store
+from .context import Ctx
+
+OWN = "refs/hunkwise/m"
+SEEN = "refs/hunkwise/remote"
+MAX_RECORD_BYTES = 16 * 1024 * 1024
+# Finished tasks stay in the published table this long, so other machines see the outcome.
+KEEP_FINISHED_S = 7 * 86400
+# Reports older than this leave the published tree (their objects stay in the chain's
+# history until the chain is compacted; see README "Across machines").
+KEEP_REPORTS_S = 14 * 86400
+REPORT_NAME_RE = re.compile(r"^(?P<t>\d{1,20})\.P\d+R[0-9a-f]+\.[A-Za-z0-9_.-]+,"
+                             r"task=(?P<task>[A-Za-z0-9_.-]{1,64}),rev=(?P<rev>\d{1,9})$")
+KEY_RE = re.compile(r"^[A-Za-z0-9_.@|-]{1,300}$")
+
+
+_GEN_RE = re.compile(r"^records(?:-(?P<n>[1-9][0-9]{0,8}))?$")
+
+
+def gen_ref(prefix: str, machine: str, gen: int) -> str:
+    return f"{prefix}/{machine}/records" + (f"-{gen}" if gen else "")
+
+
+def generations(repo: Path, prefix: str, machine: str) -> dict[int, str]:
+    """{generation: commit} of a machine's chain refs under `prefix` (own or seen)."""
+    out = git.run(repo, "for-each-ref", "--format=%(refname) %(objectname)",
+                  f"{prefix}/{machine}/")
+    found: dict[int, str] = {}
+    for line in out.decode().split("\n"):
+        name, _, oid = line.partition(" ")
+        m = _GEN_RE.fullmatch(name.rpartition("/")[2])
+        if m and name.rpartition("/")[0] == f"{prefix}/{machine}":
+            found[int(m["n"] or 0)] = oid
+    return found
+
+
+def gen_number(ref: str) -> int:
+    m = _GEN_RE.fullmatch(ref.rpartition("/")[2])
+    return int(m["n"] or 0) if m else 0
+
+
+def own_ref(machine: str, repo: Path | None = None) -> str:
+    """This machine's chain ref: the highest generation it or the remote holds."""
+    if repo is None:
+        return gen_ref(OWN, machine, 0)
+    gens = set(generations(repo, OWN, machine)) | set(generations(repo, SEEN, machine))
+    return gen_ref(OWN, machine, max(gens, default=0))
+
+
+def seen_ref(machine: str, repo: Path | None = None) -> str:
+    if repo is None:
+        return gen_ref(SEEN, machine, 0)
+    return gen_ref(SEEN, machine, max(generations(repo, SEEN, machine), default=0))
+
+
+def machine_of(who: str | None) -> str | None:
+    """The machine a session id or `<role>@<machine>` names (None when it names none)."""
+    if not who or "@" not in who:
+        return None
+    return who.rpartition("@")[2]
+
+
+# ---- local bookkeeping ---------------------------------------------------------------------
+
+def sync_dir(ctx: Ctx) -> Path:
+    d = ctx.lay.root / "sync"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def load_json(path: Path) -> dict[str, Any]:
+    try:
+        doc = store.strict_json_loads(path.read_bytes())
+    except FileNotFoundError:
+        return {}
+    except ValueError:
+        return {}  # our own bookkeeping, rebuilt from the refs at the next sync
+    return doc if isinstance(doc, dict) else {}
+
+
+def save_json(path: Path, doc: dict[str, Any]) -> None:
+    store.atomic_write(path, json.dumps(doc, indent=1, sort_keys=True).encode())
+
+
+def mirror(ctx: Ctx) -> dict[str, Any]:
+    """`{"tasks": {id: machine}, "ranges_at": {machine: commit}}`: tasks this machine holds
+    only as a copy of another machine's published table."""
+    doc = load_json(ctx.lay.root / "sync" / "mirror.json")
+    doc.setdefault("tasks", {})
+    doc.setdefault("ranges_at", {})
+    return doc
+
+
+def is_mirrored(ctx: Ctx, task_id: str) -> bool:
+    return task_id in mirror(ctx)["tasks"]
+
+
+# ---- git objects ---------------------------------------------------------------------------
+
+def mktree(repo: Path, entries: dict[str, tuple[str, str]]) -> str:
+    """A tree of {name: (mode, oid)}; mode 040000 entries are trees."""
+    lines = []
+    for name, (mode, oid) in sorted(entries.items()):
+        kind = "tree" if mode == "040000" else "blob"
+        lines.append(f"{mode} {kind} {oid}\t".encode() + name.encode() + b"\0")
+    return git.run(repo, "mktree", "-z", input=b"".join(lines)).decode().strip()
+
+
+def ls_tree(repo: Path, treeish: str) -> dict[str, tuple[str, str]]:
+    """{name: (mode, oid)} of one tree level; empty when it does not exist."""
+    rc, out = git.run_rc(repo, "ls-tree", "-z", treeish)
+    if rc != 0:
+        return {}
+    found: dict[str, tuple[str, str]] = {}
+    for rec in out.split(b"\0"):
+        if not rec:
+            continue
+        meta, _, name = rec.partition(b"\t")
+        mode, _kind, oid = meta.decode().split(" ")
+        found[name.decode("utf-8", "surrogateescape")] = (mode, oid)
+    return found
+
+
+def has_object(repo: Path, oid: str | None) -> bool:
+    if not oid:
+        return False
+    return git.run_rc(repo, "cat-file", "-e", oid)[0] == 0
+
+
+def read_ref(repo: Path, ref: str) -> str | None:
+    rc, out = git.run_rc(repo, "rev-parse", "--verify", "-q", ref + "^{commit}")
+    return out.decode().strip() if rc == 0 else None
+
+
+def dump_json(obj: Any) -> bytes:
+    return json.dumps(obj, indent=1, sort_keys=True).encode()
+
+
+# ---- publish -------------------------------------------------------------------------------
