@@ -21,6 +21,21 @@ ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Children get SIGINT as a terminal or a CI cancel sends it, whatever ran the suite.
+
+    A script that starts `make test` in the background without job control (`make test &`
+    in a plain shell script) starts it with SIGINT ignored, and an ignored signal stays
+    ignored across fork and exec: every `coord watch` / `coord board` / `coord verify` a
+    test interrupts would then ignore the SIGINT the test sends. A handled signal is reset
+    to its default at exec, so handling it here gives every child the default again.
+    """
+    import signal
+
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 @pytest.fixture(autouse=True)
 def hermetic(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     home = tmp_path_factory.mktemp("home")
