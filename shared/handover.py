@@ -222,6 +222,16 @@ def _changed_here(repo: Path, held: Saved | None, mine: dict[str, FileChange]) -
     problems: list[str] = []
     held_changes = recovery.saved_changes(repo, held) if held is not None else {}
     by_rp = {report_path(p): c for p, c in held_changes.items()}
+    if held is not None:
+        # A file it held changes of, where this tree holds none of the task's now: they
+        # were taken back, or merged with someone else's lines (no longer the task's).
+        have = {report_path(p) for p in mine}
+        for rp in sorted((set(held.hunks) | set(held.whole)) - have):
+            if rp in held.whole:
+                problems.append(f"{rp}: changed in this tree since the handover (whole file)")
+            for s, n, _d in held.hunks.get(rp, []):
+                where = f"lines {s}-{s + n - 1}" if n else f"after line {s}"
+                problems.append(f"{rp}: {where} were changed in this tree since the handover")
     for path, ch in mine.items():
         rp = report_path(path)
         hc = by_rp.get(rp)
