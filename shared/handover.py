@@ -119,6 +119,13 @@ def _report_record(report: Any, snapshot: str, base: str) -> Saved:
                  at=store.now(), ref="", hunks=hunks, whole=whole)
 
 
+def strays(task: Task, report: Any) -> list[str]:
+    """The paths a report lists outside the task's grants (or outside the repository):
+    such a report is never brought into the tree; validation names them."""
+    paths = {p for e in report.changes for p in (e.path, e.old_path) if p}
+    return sorted(p for p in paths if not _safe(p) or not recovery.covered(task, p))
+
+
 def bring_in(ctx: Any, state: State, task: Task, report: Any) -> list[str]:
     """Put a report delivered on another machine into this tree in place of what this
     tree holds of the task (`task.handover.held`); the paths written.

@@ -430,3 +430,118 @@ def test_the_desktop_copy_undone_by_someone_meanwhile_is_refused(mid: Machines) 
     assert "app.py: lines 8-8 were changed in this tree since the handover" in \
         r.doc["error"]["message"]
     assert (desk / "app.py").read_bytes() == before
+
+
+def test_two_revisions_from_the_laptop_before_the_desktop_syncs(mid: Machines) -> None:
+    m = mid
+    desk, lap = m.repos["desktop"], m.repos["laptop"]
+    ok(m.worker("laptop", "start", "task-001", "--session", LAPTOP))
+    set_line(lap, "app.py", 9, "nine")
+    ok(m.worker("laptop", "done", "task-001", "--session", LAPTOP, "--commit-message", "Mid"))
+    set_line(lap, "app.py", 9, "nine!")
+    set_line(lap, "app.py", 6, "six")
+    ok(m.worker("laptop", "done", "task-001", "--session", LAPTOP, "--commit-message", "Mid"))
+    nxt = ok(m.coord("desktop", "next"))
+    assert nxt["next"]["report"]["revision"] == 2 and nxt["next"]["validation"]["ok"], nxt
+    assert (desk / "app.py").read_bytes() == rows((6, "six"), (8, "eight"), (9, "nine!"))
+    assert ok(m.coord("desktop", "next"))["next"] is None
+
+
+def test_the_laptop_on_a_newer_head_than_the_handover(mid: Machines) -> None:
+    m = mid
+    desk, lap = m.repos["desktop"], m.repos["laptop"]
+    ok(m.worker("desktop", "start", "task-002", "--session", OTHER))
+    set_line(desk, "app.py", 3, "three")
+    ok(m.worker("desktop", "done", "task-002", "--session", OTHER, "--commit-message", "A"))
+    ok(m.coord("desktop", "next"))
+    ok(m.coord("desktop", "accept", "task-002"))
+    git(desk, "push", "-q", "origin", "HEAD")
+    git(lap, "pull", "-q", "--ff-only")
+    ok(m.worker("laptop", "start", "task-001", "--session", LAPTOP))
+    assert (lap / "app.py").read_bytes() == rows((3, "three"), (8, "eight"))
+    set_line(lap, "app.py", 7, "seven")
+    ok(m.worker("laptop", "done", "task-001", "--session", LAPTOP, "--commit-message", "Mid"))
+    nxt = ok(m.coord("desktop", "next"))
+    assert nxt["next"]["validation"]["ok"], nxt
+    assert (desk / "app.py").read_bytes() == rows((3, "three"), (7, "seven"), (8, "eight"))
+    ok(m.coord("desktop", "accept", "task-001"))
+    assert git(desk, "status", "--porcelain") == ""
+
+
+def _push_forged_report(m: Machines, doc: dict[str, Any], files: dict[str, bytes]) -> None:
+    """Add a report r{doc['revision']} to the laptop's published chain, with a snapshot
+    holding `files` on top of its base."""
+    import json
+
+    lap = m.repos["laptop"]
+    ref = "refs/hunkwise/m/laptop/records"
+    parent = git(lap, "rev-parse", ref).strip()
+    base = git(lap, "rev-parse", "HEAD^{tree}").strip()
+    idx = {"GIT_INDEX_FILE": str(m.tmp / "forged.idx")}
+    import os
+    import subprocess
+
+    env = {**os.environ, **idx}
+    subprocess.run(["git", "read-tree", base], cwd=lap, env=env, check=True)
+    for path, data in files.items():
+        oid = git(lap, "hash-object", "-w", "--stdin", input=data).strip()
+        subprocess.run(["git", "update-index", "--add", "--cacheinfo", f"100644,{oid},{path}"],
+                       cwd=lap, env=env, check=True)
+    snap = subprocess.run(["git", "write-tree"], cwd=lap, env=env, check=True,
+                          capture_output=True).stdout.decode().strip()
+    doc = {**doc, "snapshot": snap}
+    blob = git(lap, "hash-object", "-w", "--stdin", input=json.dumps(doc).encode()).strip()
+    entry = git(lap, "mktree", input=(f"100644 blob {blob}\treport.json\n040000 tree {snap}\t"
+                                      f"snapshot\n040000 tree {base}\tbase\n").encode()).strip()
+    name = f"1999999999.P1R0.laptop,task={doc['task_id']},rev={doc['revision']}"
+    reports = git(lap, "ls-tree", f"{parent}:reports")
+    reports += f"040000 tree {entry}\t{name}\n"
+    sub = git(lap, "mktree", input=reports.encode()).strip()
+    top = git(lap, "ls-tree", parent)
+    top = "".join(line + "\n" for line in top.splitlines() if not line.endswith("\treports"))
+    top += f"040000 tree {sub}\treports\n"
+    tree = git(lap, "mktree", input=top.encode()).strip()
+    commit = git(lap, "commit-tree", tree, "-p", parent, "-m", "forged").strip()
+    git(lap, "update-ref", ref, commit, parent)
+    git(lap, "push", "-q", "origin", f"{ref}:{ref}")
+
+
+def test_a_forged_report_outside_the_grants_does_not_hold_up_the_queue(mid: Machines) -> None:
+    import json
+
+    m = mid
+    desk, lap = m.repos["desktop"], m.repos["laptop"]
+    ok(m.worker("laptop", "start", "task-001", "--session", LAPTOP))
+    set_line(lap, "app.py", 9, "nine")
+    r1 = ok(m.worker("laptop", "done", "task-001", "--session", LAPTOP,
+                     "--commit-message", "Mid"))
+    sent = Path(r1["report"]["file"])
+    doc = json.loads((sent.parent.parent / "cur" / sent.name).read_bytes())
+    doc.update(revision=2, report_id="rep-task-001-r2-forged")
+    doc["changes"] = doc["changes"] + [{
+        "path": "evil.py", "kind": "added", "old_path": None, "old_mode": None,
+        "new_mode": "100644", "old_oid": None,
+        "new_oid": git(lap, "hash-object", "--stdin", input=b"evil\n").strip(), "hunks": []}]
+    _push_forged_report(m, doc, {"app.py": rows((9, "nine")), "evil.py": b"evil\n"})
+    # A desktop task reports behind it.
+    ok(m.worker("desktop", "start", "task-002", "--session", OTHER))
+    set_line(desk, "app.py", 2, "two")
+    before = (desk / "app.py").read_bytes()
+    r = m.coord("desktop", "next")
+    assert not (desk / "evil.py").exists()
+    assert (desk / "app.py").read_bytes() == before
+    assert r.code == 0, r.stdout
+    codes = {f["code"] for f in r.doc["next"]["validation"]["findings"]}
+    assert "outside-grant" in codes, r.doc["next"]["validation"]
+    ok(m.worker("desktop", "done", "task-002", "--session", OTHER, "--commit-message", "A"))
+    served = []
+    for _ in range(3):
+        r = m.coord("desktop", "next")
+        if r.code == 0 and r.doc["next"] is not None:
+            served.append(r.doc["next"]["report"]["task_id"])
+        else:
+            served.append(r.stdout[:300])
+    assert "task-002" in served, served
+    # The forged report was served with its stray path named, and nothing of it written.
+    assert (desk / "app.py").read_bytes() == before
+    assert not (desk / "evil.py").exists()
