@@ -331,10 +331,15 @@ def next_report(ctx: Ctx) -> dict[str, Any]:
             inbox.quarantine(e.path, f"{e.name}: report for unknown task {report.task_id}")
             continue
         ho = task.handover
+        from hunkwise.shared.handover import strays
+
         if report.kind == "task" and ho is not None and ho.pending is not None \
-                and ho.pending[0] == report.revision and ho.brought < report.revision:
+                and ho.pending[0] == report.revision and ho.brought < report.revision \
+                and not strays(task, report):
             # Delivered on another machine: its changes come into this tree first, in place
             # of what the tree holds of the task (refused, nothing written, lines named).
+            # One listing paths outside the task's grants is served as it is, unwritten:
+            # its validation names them (it must not hold up the queue behind it).
             from hunkwise.coordinator.handback import bring_back
 
             bring_back(ctx, task.id, report)

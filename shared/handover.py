@@ -119,6 +119,13 @@ def _report_record(report: Any, snapshot: str, base: str) -> Saved:
                  at=store.now(), ref="", hunks=hunks, whole=whole)
 
 
+def strays(task: Task, report: Any) -> list[str]:
+    """The paths a report lists outside the task's grants (or outside the repository):
+    such a report is never brought into the tree; validation names them."""
+    paths = {p for e in report.changes for p in (e.path, e.old_path) if p}
+    return sorted(p for p in paths if not _safe(p) or not recovery.covered(task, p))
+
+
 def bring_in(ctx: Any, state: State, task: Task, report: Any) -> list[str]:
     """Put a report delivered on another machine into this tree in place of what this
     tree holds of the task (`task.handover.held`); the paths written.
@@ -222,6 +229,16 @@ def _changed_here(repo: Path, held: Saved | None, mine: dict[str, FileChange]) -
     problems: list[str] = []
     held_changes = recovery.saved_changes(repo, held) if held is not None else {}
     by_rp = {report_path(p): c for p, c in held_changes.items()}
+    if held is not None:
+        # A file it held changes of, where this tree holds none of the task's now: they
+        # were taken back, or merged with someone else's lines (no longer the task's).
+        have = {report_path(p) for p in mine}
+        for rp in sorted((set(held.hunks) | set(held.whole)) - have):
+            if rp in held.whole:
+                problems.append(f"{rp}: changed in this tree since the handover (whole file)")
+            for s, n, _d in held.hunks.get(rp, []):
+                where = f"lines {s}-{s + n - 1}" if n else f"after line {s}"
+                problems.append(f"{rp}: {where} were changed in this tree since the handover")
     for path, ch in mine.items():
         rp = report_path(path)
         hc = by_rp.get(rp)

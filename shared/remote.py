@@ -276,6 +276,13 @@ def _apply_state(ctx: Ctx, machine: str, signals: list[Signal],
                     # Started or reported here and not yet answered: this machine's claim
                     # and work stay until the authority's table shows them.
                     t = t.model_copy(update={k: getattr(local, k) for k in LOCAL_FIELDS})
+                elif local is not None and local.claim is not None and t.claim is not None \
+                        and (t.claim.session, t.claim.opened) == (local.claim.session,
+                                                                   local.claim.opened) \
+                        and machine_of(local.claim.session) == machine_name():
+                    # This machine's claim, answered: what lay in its grants here before it
+                    # started stays this machine's (the authority never saw this tree).
+                    t = t.model_copy(update={"inherited": local.inherited})
                 state.tasks[t.id] = t
                 mir["tasks"][t.id] = machine
                 applied.tasks.append(t.id)

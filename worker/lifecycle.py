@@ -95,7 +95,12 @@ def start(ctx: Ctx, task_id: str, *, session: str | None, role: str) -> dict[str
     state0 = store.load(ctx.lay)
     task0 = get_task(state0, task_id)
     first = task0.state == TaskState.ASSIGNED and task0.session is None and not task0.revision
-    base = _baseline(ctx, state0, task0) if first else None
+    arriving = _arriving(ctx, state0, task0)
+    base = _baseline(ctx, state0, task0) if first or arriving else None
+    if base is not None and arriving is not None and arriving.saved is not None:
+        # What this tree held in the grants before the handed-over changes arrive is this
+        # machine's, not the task's: only the handed-over changes themselves are its own.
+        base = _less(base, arriving.saved)
     placed = _take_handed_edits(ctx, state0, task0, session)
     with store.transaction(ctx.lay) as state:
         task = get_task(state, task_id)
@@ -173,6 +178,33 @@ def start(ctx: Ctx, task_id: str, *, session: str | None, role: str) -> dict[str
             "placed": placed[0] if placed is not None else None,
             "signals": sigs, "expect": task.expect, "notes": notes,
             "lost": {"paths": lost.paths, "restore": f"coord restore {task_id}"} if lost else None}
+
+
+def _arriving(ctx: Ctx, state: Any, task: Task) -> Any:
+    """The handoff that brings a task coordinated elsewhere to this machine (its first
+    start here), or None."""
+    from hunkwise.shared.context import machine_name
+    from hunkwise.shared.records import is_mirrored, machine_of
+
+    cp = state.checkpoints.get(f"handoff|{task.id}")
+    if cp is None or machine_of(cp.session) == machine_name() or task.state not in STARTABLE \
+            or not is_mirrored(ctx, task.id):
+        return None
+    return cp
+
+
+def _less(base: dict[str, list[str]], saved: Any) -> dict[str, list[str]]:
+    """The baseline without the handed-over changes (by identity)."""
+    drop = Counter((p, d) for p, pos in saved.hunks.items() for _s, _n, d in pos)
+    drop.update((p, i) for p, i in saved.whole.items())
+    out: dict[str, list[str]] = {}
+    for path, ids in base.items():
+        for ident in ids:
+            if drop[(path, ident)] > 0:
+                drop[(path, ident)] -= 1
+            else:
+                out.setdefault(path, []).append(ident)
+    return out
 
 
 def _take_handed_edits(ctx: Ctx, state: Any, task: Task,
