@@ -33,17 +33,35 @@ def two_machines(tmp_path: Path, make_repo: Callable[..., Path], coord: Any,
     return m
 
 
+def _report_and_accept(m: Machines, message: str, *, tree: bytes, head: bytes) -> None:
+    """The laptop reports task-001; the desktop's next brings it in and validates it (the
+    desktop's app.py is then `tree`), and accept commits exactly `head`."""
+    desk = m.repos["desktop"]
+    ok(m.worker("laptop", "done", "task-001", "--session", LAPTOP, "--commit-message", message))
+    nxt = ok(m.coord("desktop", "next"))
+    assert nxt["next"]["validation"]["ok"], nxt
+    assert (desk / "app.py").read_bytes() == tree
+    ok(m.coord("desktop", "accept", "task-001"))
+    assert git_bytes(desk, "show", "HEAD:app.py") == head
+
+
 @pytest.fixture
 def mid(tmp_path: Path, make_repo: Callable[..., Path], coord: Any, worker: Any) -> Machines:
     """task-001 holds app.py:6-10 and edited line 8 on the desktop, then was handed to
     build@laptop; task-002 holds app.py:1-4 and 13-20 (before and after it)."""
-    m = two_machines(tmp_path, make_repo, coord, worker)
+    return _handed_over(two_machines(tmp_path, make_repo, coord, worker), line=8, text="eight",
+                        others=("app.py:1-4", "app.py:13-20"))
+
+
+def _handed_over(m: Machines, *, line: int, text: str, others: tuple[str, ...]) -> Machines:
+    """task-001 holds app.py:6-10, its line `line` edited on the desktop and handed to
+    build@laptop; task-002 holds `others`."""
     ok(m.coord("desktop", "assign", "task-001", "--title", "Mid", "--expect", "x",
                "--write", "app.py:6-10"))
-    ok(m.coord("desktop", "assign", "task-002", "--title", "Around", "--expect", "y",
-               "--write", "app.py:1-4", "--write", "app.py:13-20"))
+    grants = [a for g in others for a in ("--write", g)]
+    ok(m.coord("desktop", "assign", "task-002", "--title", "Other", "--expect", "y", *grants))
     ok(m.worker("desktop", "start", "task-001", "--session", BUILDER))
-    set_line(m.repos["desktop"], "app.py", 8, "eight")
+    set_line(m.repos["desktop"], "app.py", line, text)
     ok(m.worker("desktop", "handoff", "task-001", "--to", "build@laptop", "--session", BUILDER,
                 "--next", "go on"))
     return m
@@ -78,12 +96,8 @@ def test_an_edit_the_laptop_undid_is_undone_on_the_desktop(mid: Machines) -> Non
     set_line(desk, "app.py", 4, "four")
     set_line(lap, "app.py", 8, "line 8")   # undone
     set_line(lap, "app.py", 6, "six")
-    ok(m.worker("laptop", "done", "task-001", "--session", LAPTOP, "--commit-message", "Mid"))
-    nxt = ok(m.coord("desktop", "next"))
-    assert nxt["next"]["validation"]["ok"], nxt
-    assert (desk / "app.py").read_bytes() == rows((4, "four"), (6, "six"))
-    ok(m.coord("desktop", "accept", "task-001"))
-    assert git_bytes(desk, "show", "HEAD:app.py") == rows((6, "six"))
+    _report_and_accept(m, "Mid", tree=rows((4, "four"), (6, "six")),
+                       head=rows((6, "six")))
 
 
 def test_the_laptop_undoing_everything_leaves_the_desktop_copy_removed(mid: Machines) -> None:
@@ -170,12 +184,8 @@ def test_a_handover_with_no_edits(tmp_path: Path, make_repo: Callable[..., Path]
     ok(m.worker("desktop", "start", "task-002", "--session", OTHER))
     set_line(desk, "app.py", 11, "eleven")
     set_line(lap, "app.py", 3, "three")
-    ok(m.worker("laptop", "done", "task-001", "--session", LAPTOP, "--commit-message", "T"))
-    nxt = ok(m.coord("desktop", "next"))
-    assert nxt["next"]["validation"]["ok"], nxt
-    assert (desk / "app.py").read_bytes() == rows((3, "three"), (11, "eleven"))
-    ok(m.coord("desktop", "accept", "task-001"))
-    assert git_bytes(desk, "show", "HEAD:app.py") == rows((3, "three"))
+    _report_and_accept(m, "T", tree=rows((3, "three"), (11, "eleven")),
+                       head=rows((3, "three")))
 
 
 def _glob(m: Machines) -> None:
@@ -341,16 +351,8 @@ def test_line_endings_survive_the_round_trip(
 def adjacent(tmp_path: Path, make_repo: Callable[..., Path], coord: Any, worker: Any) -> Machines:
     """task-001 holds app.py:6-10 (line 6 edited on the desktop, handed to build@laptop);
     task-002 holds app.py:1-5, right next to it."""
-    m = two_machines(tmp_path, make_repo, coord, worker)
-    ok(m.coord("desktop", "assign", "task-001", "--title", "Mid", "--expect", "x",
-               "--write", "app.py:6-10"))
-    ok(m.coord("desktop", "assign", "task-002", "--title", "Before", "--expect", "y",
-               "--write", "app.py:1-5"))
-    ok(m.worker("desktop", "start", "task-001", "--session", BUILDER))
-    set_line(m.repos["desktop"], "app.py", 6, "six")
-    ok(m.worker("desktop", "handoff", "task-001", "--to", "build@laptop", "--session", BUILDER,
-                "--next", "go on"))
-    return m
+    return _handed_over(two_machines(tmp_path, make_repo, coord, worker), line=6, text="six",
+                        others=("app.py:1-5",))
 
 
 def test_an_adjacent_edit_of_another_task_and_an_undone_line(adjacent: Machines) -> None:
