@@ -11,7 +11,6 @@ import itertools
 import random
 
 import pytest
-
 from hunkwise.shared.diff import Hunk, _touches, carry, splice
 
 

@@ -733,7 +733,7 @@ def test_no_report_lands_after_freeze_returns_while_eight_workers_race(
         # Let every worker run into the freeze at least once (or run out of tasks).
         while time.monotonic() < deadline:
             tried = [any(e["t0"] > frozen_at for e in log_entries(log)) or p.poll() is not None
-                     for log, p in zip(logs, procs)]
+                     for log, p in zip(logs, procs, strict=True)]
             if all(tried):
                 break
             time.sleep(0.05)

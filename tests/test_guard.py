@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from hunkwise.coordinator.guard import Blocked, check_command, check_writes, guard, patch_paths
 from hunkwise.shared.models import Grant
+
 from tests.conftest import BIN, Result, git, numbered, write
 
 Cli = Callable[..., Result]
@@ -277,7 +277,7 @@ def test_coord_guard_executable_exit_codes_and_streams(tmp_path: Path) -> None:
     procs = [subprocess.Popen([str(BIN / "coord"), "guard"], cwd=tmp_path, stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for _ in cases]
-    for p, (stdin, code) in zip(procs, cases):
+    for p, (stdin, code) in zip(procs, cases, strict=True):
         out, err = p.communicate(stdin, timeout=60)
         assert (p.returncode, out) == (code, ""), f"{stdin}: {p.returncode} {err}"
         assert (err == "") == (code == 0), err

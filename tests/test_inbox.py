@@ -143,7 +143,7 @@ def test_32_workers_deliver_at_once(make_repo, coord) -> None:
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ))
              for t in ids]
     outs = [p.communicate(timeout=180) for p in procs]
-    for t, p, (out, err) in zip(ids, procs, outs):
+    for t, p, (out, err) in zip(ids, procs, outs, strict=True):
         assert p.returncode == 0, f"{t}: {out.decode()} {err.decode()}"
 
     from hunkwise import inbox

@@ -119,7 +119,6 @@ def test_the_plugin_loader_stand_in_offers_what_pydantic_takes_from_it(make_repo
     import sys
 
     import pydantic
-
     from hunkwise.shared import cli
 
     wanted: set[str] = set()

@@ -11,7 +11,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
 from hunkwise.shared import diff, snapshot
 from hunkwise.shared.diff import FileChange, Hunk
 from hunkwise.shared.errors import UsageError
@@ -24,6 +23,7 @@ from hunkwise.shared.ownership import (
     patterns_may_overlap,
 )
 from hunkwise.shared.tree import view
+
 from tests.conftest import git, numbered, set_line, write
 
 MakeRepo = Callable[..., Path]

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import BIN, Result, git, git_bytes, numbered, run_cli, set_line, write
+from tests.conftest import Result, git, git_bytes, numbered, run_cli, set_line, write
 
 Cli = Callable[..., Result]
 

@@ -367,12 +367,12 @@ def test_discard_and_restore_race_an_appending_writer_and_lose_no_line(
             ok(coord(repo, "assign", tid, "--title", "t", "--expect", "e", "--write", "f.txt:1-3"))
             cli(worker, "start", tid)
             edit_line_2(f"line 2 by {tid}")
-            wait_until(lambda: cli(worker, "heartbeat", tid) and _saved(repo, tid),
+            wait_until(lambda tid=tid: cli(worker, "heartbeat", tid) and _saved(repo, tid),
                        what="a record of the edit")
             edit_line_2("line 2")  # destroyed
-            retry(lambda: protect.restore(ctx, tid))
+            retry(lambda tid=tid: protect.restore(ctx, tid))
             assert (repo / "f.txt").read_text().split("\n")[1] == f"line 2 by {tid}"
-            retry(lambda: outcomes.reject(ctx, tid, "round over", True))
+            retry(lambda tid=tid: outcomes.reject(ctx, tid, "round over", True))
             assert (repo / "f.txt").read_text().split("\n")[1] == "line 2"
     finally:
         stop.touch()

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from hunkwise.shared.ownership import glob_matches
+
 from tests.conftest import BIN, git, git_bytes, numbered, write
 
 S_A = "sess-20260101-0900-worker@box-a"

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from hunkwise.shared import diff, snapshot
 from hunkwise.shared import git as hgit
 from hunkwise.shared.errors import GitError, StateRefused
+
 from tests.conftest import Result, git, git_bytes, numbered, wait_until, write
 
 MakeRepo = Callable[..., Path]

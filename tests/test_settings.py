@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from hunkwise.shared import git as hgit
 from hunkwise.shared import store
 from hunkwise.shared.context import open_repo
+
 from tests.conftest import Result, git, numbered, write
 
 MakeRepo = Callable[..., Path]

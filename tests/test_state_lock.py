@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 
 from hunkwise.shared import store
+
 from tests.conftest import wait_until
 
 HOLDER = """
