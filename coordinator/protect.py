@@ -201,10 +201,6 @@ def install_agent(ctx: Ctx, agent: str) -> Path:
     return path
 
 
-def install_claude(ctx: Ctx) -> Path:
-    return install_agent(ctx, "claude")
-
-
 def _skills_source() -> Path | None:
     """skills/ of the source checkout this installation runs from (an editable install)."""
     here = Path(__file__).resolve().parent.parent / "skills"

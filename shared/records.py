@@ -60,12 +60,6 @@ def own_ref(machine: str, repo: Path | None = None) -> str:
     return gen_ref(OWN, machine, max(gens, default=0))
 
 
-def seen_ref(machine: str, repo: Path | None = None) -> str:
-    if repo is None:
-        return gen_ref(SEEN, machine, 0)
-    return gen_ref(SEEN, machine, max(generations(repo, SEEN, machine), default=0))
-
-
 def machine_of(who: str | None) -> str | None:
     """The machine a session id or `<role>@<machine>` names (None when it names none)."""
     if not who or "@" not in who:

@@ -129,22 +129,6 @@ def may_still_claim(other: Task, path: str, canon: str) -> str | None:
     return f"{other.id} is {other.state} and may claim it in its report"
 
 
-def entry_ids(entries: Sequence[ChangeEntry]) -> dict[str, Counter[str]]:
-    """Position-free identities of report entries, as `identities_of_selection` gives them
-    for the tree: to tell which reported changes are gone from it."""
-    out: dict[str, Counter[str]] = {}
-    for e in entries:
-        if e.kind == "renamed" and e.old_path:
-            out.setdefault(e.old_path, Counter())["deleted"] += 1
-        if not _is_whole(e):
-            out.setdefault(e.path, Counter()).update(h.sha256 for h in e.hunks)
-        elif e.kind == "deleted":
-            out.setdefault(e.path, Counter())["deleted"] += 1
-        else:
-            out.setdefault(e.path, Counter())[f"whole:{e.new_mode}:{e.new_oid}"] += 1
-    return out
-
-
 def claims_of(task: Task) -> set[tuple[str, str]]:
     """The (path, identity) pairs the task's newest report claimed."""
     return {(p, i) for p, ids in task.claimed.items() for i in ids}

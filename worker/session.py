@@ -128,11 +128,6 @@ def _recorded(ctx: Ctx, task_ids: list[str]) -> dict[str, Any]:
                      for t, v in sorted(losses.items())]}
 
 
-def task_files(ctx: Ctx, state: State, task_id: str) -> list[str]:
-    tv = view(ctx.repo, active_tasks(state))
-    return sorted({c.path for c in tv.task_changes(task_id)})
-
-
 def commits_since(ctx: Ctx, since: float) -> list[str]:
     out = git.run(ctx.repo, "log", "--format=%H %s", f"--since=@{int(since)}", "-n", "50", "HEAD",
                   ok_codes=(0, 128))
