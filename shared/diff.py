@@ -197,7 +197,7 @@ def parse_patch(patch: bytes) -> dict[bytes, tuple[bool, list[Hunk]]]:
     return result
 
 
-def _parse_raw(raw: bytes) -> list[FileChange]:
+def parse_raw(raw: bytes) -> list[FileChange]:
     changes: list[FileChange] = []
     fields = raw.split(b"\0")
     i = 0
@@ -214,10 +214,10 @@ def _parse_raw(raw: bytes) -> list[FileChange]:
 
 
 _OID = re.compile(r"(?:[0-9a-f]{40}|[0-9a-f]{64})")
-_RAW: dict[tuple[str, str, str], bytes] = {}
+_RAW_DIFFS: dict[tuple[str, str, str], bytes] = {}
 
 
-def _raw(repo: Path, old: str, new: str) -> bytes:
+def raw_diff(repo: Path, old: str, new: str) -> bytes:
     """The raw diff (paths, modes, object ids) between two trees or commits.
 
     Kept for the rest of the command when both are object ids: objects never change, so
@@ -225,14 +225,14 @@ def _raw(repo: Path, old: str, new: str) -> bytes:
     re-read and its diff; an accept's self-check and its range re-mapping) runs git once.
     """
     key = (str(repo), old, new)
-    raw = _RAW.get(key)
+    raw = _RAW_DIFFS.get(key)
     if raw is None:
         raw = git.run(repo, "diff-tree", "-r", "-z", "--raw", "--no-renames", "--full-index",
                       old, new)
         if _OID.fullmatch(old) and _OID.fullmatch(new):
-            if len(_RAW) >= 64:
-                _RAW.clear()
-            _RAW[key] = raw
+            if len(_RAW_DIFFS) >= 64:
+                _RAW_DIFFS.clear()
+            _RAW_DIFFS[key] = raw
     return raw
 
 
@@ -251,7 +251,7 @@ def _under(path: str, paths: set[str]) -> bool:
 def diff_trees(repo: Path, old: str, new: str, paths: Sequence[str] | None = None) -> list[FileChange]:
     """Every changed path between two trees, with -U0 hunks for text content changes."""
     spec: tuple[str, ...] = ("--", *paths) if paths else ()
-    changes = _parse_raw(_raw(repo, old, new))
+    changes = parse_raw(raw_diff(repo, old, new))
     if paths:
         wanted = {p.rstrip("/") for p in paths}
         changes = [c for c in changes if _under(c.path, wanted)]
@@ -378,4 +378,4 @@ def blob_hunks(repo: Path, old_oid: str, new_oid: str) -> list[Hunk]:
 
 def changed_paths(repo: Path, old: str, new: str) -> list[str]:
     """Paths that differ between two trees (no content diff)."""
-    return [c.path for c in _parse_raw(_raw(repo, old, new))]
+    return [c.path for c in parse_raw(raw_diff(repo, old, new))]

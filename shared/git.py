@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple, NewType
 
@@ -319,16 +319,24 @@ def hash_blobs(repo: Path, contents: Sequence[bytes]) -> list[Sha]:
     if len(contents) == 1:
         return [Sha(run(repo, "hash-object", "-w", "--no-filters", "--stdin",
                         input=contents[0]).decode().strip())]
+    return [Sha(m) for m in _fast_import(repo, [_blob(i + 1, d) for i, d in enumerate(contents)],
+                                          range(1, len(contents) + 1))]
+
+
+def _blob(mark: int, data: bytes) -> bytes:
+    return b"blob\nmark :%d\ndata %d\n" % (mark, len(data)) + data + b"\n"
+
+
+def _fast_import(repo: Path, stream: Sequence[bytes], marks: Iterable[int]) -> list[str]:
+    """Run one `fast-import` of `stream`; the object ids of the given marks, in order."""
     import tempfile
 
-    stream = b"".join(b"blob\nmark :%d\ndata %d\n" % (i + 1, len(d)) + d + b"\n"
-                      for i, d in enumerate(contents))
     with tempfile.TemporaryDirectory(prefix="hunkwise-marks-", dir=git_dir(repo)) as tmp:
-        marks = os.path.join(tmp, "marks")
-        run(repo, "fast-import", "--quiet", f"--export-marks={marks}", input=stream)
-        with open(marks, "rb") as f:
+        marks_file = os.path.join(tmp, "marks")
+        run(repo, "fast-import", "--quiet", f"--export-marks={marks_file}", input=b"".join(stream))
+        with open(marks_file, "rb") as f:
             table = dict(line.split(b" ", 1) for line in f.read().split(b"\n") if line)
-    return [Sha(table[b":%d" % (i + 1)].decode().strip()) for i in range(len(contents))]
+    return [table[b":%d" % m].decode().strip() for m in marks]
 
 
 def _fi_path(path: str) -> bytes:
@@ -360,14 +368,9 @@ def write_tree(repo: Path, base: str, entries: Mapping[str, tuple[str, str] | No
     `base` (`M 040000 <tree> ""`) and takes each change, then a reset that deletes its ref
     again; the commit's tree is the answer. Neither index is touched.
     """
-    import tempfile
-
     contents = contents or {}
-    stream: list[bytes] = []
-    marks: dict[str, int] = {}
-    for n, (path, (_mode, data)) in enumerate(contents.items(), 1):
-        marks[path] = n
-        stream.append(b"blob\nmark :%d\ndata %d\n" % (n, len(data)) + data + b"\n")
+    marks = {path: n for n, path in enumerate(contents, 1)}
+    stream = [_blob(marks[path], data) for path, (_mode, data) in contents.items()]
     commit_mark = len(marks) + 1
     ref = f"refs/hunkwise/tmp/tree-{os.getpid()}-{os.urandom(4).hex()}"
     stream.append(f"commit {ref}\nmark :{commit_mark}\ncommitter hunkwise <hunkwise> 0 +0000\n"
@@ -385,13 +388,9 @@ def write_tree(repo: Path, base: str, entries: Mapping[str, tuple[str, str] | No
     for path, (mode, _data) in contents.items():
         stream.append(f"M {mode} :{marks[path]} ".encode() + _fi_path(path) + b"\n")
     stream.append(f"\nreset {ref}\nfrom {null_oid(repo)}\n\n".encode())
-    with tempfile.TemporaryDirectory(prefix="hunkwise-marks-", dir=git_dir(repo)) as tmp:
-        marks_file = os.path.join(tmp, "marks")
-        run(repo, "fast-import", "--quiet", f"--export-marks={marks_file}", input=b"".join(stream))
-        with open(marks_file, "rb") as f:
-            table = dict(line.split(b" ", 1) for line in f.read().split(b"\n") if line)
-    written = {path: Sha(table[b":%d" % n].decode().strip()) for path, n in marks.items()}
-    tree = tree_of(repo, table[b":%d" % commit_mark].decode().strip())
+    *oids, commit = _fast_import(repo, stream, [*marks.values(), commit_mark])
+    written = {path: Sha(oid) for path, oid in zip(marks, oids, strict=True)}
+    tree = tree_of(repo, commit)
     if tree is None:
         raise GitError(("fast-import",), -1, b"the tree it built cannot be read")
     return tree, written

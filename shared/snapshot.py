@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import git
-from .diff import REGULAR_MODES, FileChange, _parse_raw, _raw
+from .diff import REGULAR_MODES, FileChange, parse_raw, raw_diff
 from .git import Sha
 
 
@@ -105,7 +105,7 @@ def _reread_agrees(repo: Path, base: str, tree: str) -> bool:
     read again while their stat data stays the same?"""
     import time
 
-    changes = _parse_raw(_raw(repo, base, tree))
+    changes = parse_raw(raw_diff(repo, base, tree))
     full = {c.path: os.path.join(repo, c.path) for c in changes}
     since = time.monotonic()
     before = {p: _stat_key(f) for p, f in full.items()}
