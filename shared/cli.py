@@ -43,12 +43,6 @@ def version_option(f: Callable[..., Any]) -> Callable[..., Any]:
 
 def run(group: click.Group, prog: str, argv: Sequence[str] | None = None) -> int:
     """Run one command line in this process and return its exit code."""
-    import os
-
-    # pydantic looks for plugins among every installed distribution's entry points on its
-    # first import: a scan of site-packages that hunkwise never needs.
-    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
-    _skip_plugin_loader()
     global _json_seen
     _json_seen = False
     args = list(sys.argv[1:] if argv is None else argv)
@@ -83,38 +77,15 @@ def _run(group: click.Group, prog: str, args: list[str]) -> int:
     except BrokenPipeError:
         return 0  # the reader went away (`coord status | head`): nothing left to say
     except Exception as e:  # noqa: BLE001 - a bug: say so in one line, keep the trace on stderr
-        if type(e).__name__ == "ValidationError":
-            return fail(e, _json_seen, prog)
         import traceback
 
         traceback.print_exc()
         return fail(CoordError(f"internal error: {type(e).__name__}: {e}"), _json_seen, prog)
 
 
-def _skip_plugin_loader() -> None:
-    """With every pydantic plugin disabled, give pydantic a plugin loader that says so.
-
-    pydantic's loader answers `()` when PYDANTIC_DISABLE_PLUGINS disables them all, but
-    importing it imports `importlib.metadata` (and with it `email`, `zipfile`, `socket`):
-    a tenth of every command's start-up, for an answer known in advance. Only then, and
-    only before pydantic has loaded its own (tests/test_namespace.py checks the names
-    pydantic takes from it).
-    """
-    import os
-    import types
-
-    name = "pydantic.plugin._loader"
-    if os.environ.get("PYDANTIC_DISABLE_PLUGINS") not in ("__all__", "1", "true") \
-            or name in sys.modules:
-        return
-    stub = types.ModuleType(name, "pydantic's plugin loader while every plugin is disabled")
-    stub.get_plugins = lambda: ()  # type: ignore[attr-defined]
-    sys.modules[name] = stub
-
-
 def exit_process(code: int) -> None:
     """End a CLI process: skip the collector's last sweep over every object the command
-    made (pydantic's models hold many), which costs more than most commands' own work."""
+    made, which costs more than most commands' own work."""
     import gc
 
     gc.freeze()

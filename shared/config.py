@@ -6,27 +6,25 @@ import re
 import tomllib
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
 from .errors import UsageError
+from .record import F, Record, RecordError
 
 
-class _Section(BaseModel):
-    # Built at first use: commands that never read the settings do not pay for them.
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, defer_build=True)
+class _Section(Record):
+    pass
 
 
 class VerifySettings(_Section):
-    commands: list[str] = Field(default_factory=list)
-    timeout_seconds: float = Field(default=3600, gt=0)
+    commands: list[str] = F(default_factory=list)
+    timeout_seconds: float = F(default=3600, gt=0)
 
 
 class OwnershipSettings(_Section):
-    serial: list[str] = Field(default_factory=list)
+    serial: list[str] = F(default_factory=list)
 
 
 class ClaimSettings(_Section):
-    ttl_seconds: int = Field(default=1800, gt=0)
+    ttl_seconds: int = F(default=1800, gt=0)
 
 
 class AcceptSettings(_Section):
@@ -40,31 +38,31 @@ class NotifySettings(_Section):
     URLs live in `urls_file` outside the repository (or in `$HUNKWISE_NOTIFY_URLS`)."""
 
     command: str | None = None
-    urls: list[str] = Field(default_factory=list)
+    urls: list[str] = F(default_factory=list)
     urls_file: str | None = None
     # The first retry of a failed delivery waits this long; each next one twice as long.
-    retry_seconds: float = Field(default=30, gt=0)
-    max_attempts: int = Field(default=8, ge=1)
+    retry_seconds: float = F(default=30, gt=0)
+    max_attempts: int = F(default=8, ge=1)
 
 
 class CheckSettings(_Section):
-    timeout_seconds: float = Field(default=900, gt=0)
+    timeout_seconds: float = F(default=900, gt=0)
 
 
 class RemoteSettings(_Section):
     # The git remote that machines share refs/hunkwise/ through; None: no automatic sync.
-    name: str | None = Field(default=None, min_length=1, max_length=200,
+    name: str | None = F(default=None, min_length=1, max_length=200,
                              pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
 class Config(_Section):
-    verify: VerifySettings = Field(default_factory=VerifySettings)
-    ownership: OwnershipSettings = Field(default_factory=OwnershipSettings)
-    claims: ClaimSettings = Field(default_factory=ClaimSettings)
-    accept: AcceptSettings = Field(default_factory=AcceptSettings)
-    notify: NotifySettings = Field(default_factory=NotifySettings)
-    checks: CheckSettings = Field(default_factory=CheckSettings)
-    remote: RemoteSettings = Field(default_factory=RemoteSettings)
+    verify: VerifySettings = F(default_factory=VerifySettings)
+    ownership: OwnershipSettings = F(default_factory=OwnershipSettings)
+    claims: ClaimSettings = F(default_factory=ClaimSettings)
+    accept: AcceptSettings = F(default_factory=AcceptSettings)
+    notify: NotifySettings = F(default_factory=NotifySettings)
+    checks: CheckSettings = F(default_factory=CheckSettings)
+    remote: RemoteSettings = F(default_factory=RemoteSettings)
 
 
 def _line_of(text: str, loc: tuple[object, ...]) -> int | None:
@@ -98,12 +96,11 @@ def parse(text: str, where: str = "coord.toml") -> Config:
         raise UsageError(f"{where}: {e}") from None
     try:
         return Config.model_validate(data)
-    except ValidationError as e:
-        err = e.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"])
-        line = _line_of(text, tuple(err["loc"]))
+    except RecordError as e:
+        loc = ".".join(str(p) for p in e.loc)
+        line = _line_of(text, e.loc)
         at = f" (line {line})" if line else ""
-        raise UsageError(f"{where}: [{loc}] {err['msg']}{at}") from None
+        raise UsageError(f"{where}: [{loc}] {e.msg}{at}") from None
 
 
 def load_at(repo: Path, commit: str) -> Config:

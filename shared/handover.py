@@ -19,12 +19,12 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from . import diff, git, recovery, snapshot, store
 from .diff import FileChange, Hunk
 from .errors import StateRefused
-from .models import Saved, State, Task, report_path
+from .models import Saved, SavedKind, State, Task, report_path
 from .worktree import write_entries
 
 HANDOFF_REFS = "refs/hunkwise/handoffs"
@@ -49,7 +49,7 @@ def record_edits(repo: Path, tv: Any, task: Task, *, kind: str, ref: str) -> Sav
     if not hunks and not whole:
         return None
     git.run(repo, "update-ref", ref, tv.snap.tree)
-    return Saved(kind=kind, revision=max(task.revision, 1), tree=tv.snap.tree,
+    return Saved(kind=cast(SavedKind, kind), revision=max(task.revision, 1), tree=tv.snap.tree,
                  base=tv.snap.head_tree, at=store.now(), ref=ref,
                  hunks=hunks, whole=whole)
 

@@ -1,7 +1,8 @@
 """Typed value objects: tasks, grants, claims, reports, findings, freezes.
 
 Everything that crosses a process boundary (state files, reports from workers) is parsed
-with these strict models: unknown keys are errors, NaN is refused, sizes are capped.
+with these strict records (shared/record.py): unknown keys are errors, types are exact,
+NaN is refused, sizes are capped.
 """
 
 from __future__ import annotations
@@ -10,9 +11,8 @@ import re
 from enum import StrEnum
 from typing import Annotated, Any, Literal, NewType
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
-
 from .errors import UsageError
+from .record import Constraint, F, Record
 
 TaskId = NewType("TaskId", str)
 SessionId = NewType("SessionId", str)
@@ -39,8 +39,7 @@ class TaskState(StrEnum):
 INACTIVE = (TaskState.ACCEPTED, TaskState.REJECTED, TaskState.REVERTED)
 
 
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, defer_build=True)
+Strict = Record
 
 
 def check_task_id(value: str) -> TaskId:
@@ -85,9 +84,9 @@ class Grant(Strict):
     """A write grant: a gitignore-style glob from the repo root, or a line range of a file."""
 
     kind: Literal["glob", "range"]
-    path: str = Field(max_length=4096)
-    start: int = Field(default=0, ge=0)
-    end: int = Field(default=0, ge=0)
+    path: str = F(max_length=4096)
+    start: int = F(default=0, ge=0)
+    end: int = F(default=0, ge=0)
 
     def __str__(self) -> str:
         if self.kind == "range":
@@ -132,7 +131,14 @@ class Note(Strict):
     at: float
     by: str
     kind: str
-    text: str = Field(max_length=MAX_TEXT)
+    text: str = F(max_length=MAX_TEXT)
+
+
+SavedKind = Literal["report", "wip", "handoff"]
+ChangeKind = Literal["modified", "added", "deleted", "renamed", "mode", "binary"]
+ReportStatus = Literal["done", "blocked", "failed"]
+Verdict = Literal["approve", "changes"]
+DecisionKind = Literal["priority", "architecture", "scope", "deploy"]
 
 
 class Saved(Strict):
@@ -145,14 +151,14 @@ class Saved(Strict):
     it by place as well as by content; `whole` the paths changed as a whole.
     """
 
-    kind: Literal["report", "wip", "handoff"]
-    revision: int = Field(ge=1)
-    tree: str = Field(max_length=64)
-    base: str | None = Field(max_length=64)
+    kind: SavedKind
+    revision: int = F(ge=1)
+    tree: str = F(max_length=64)
+    base: str | None = F(max_length=64)
     at: float
-    ref: str = Field(max_length=512)
-    hunks: dict[str, list[tuple[int, int, str]]] = Field(default_factory=dict)
-    whole: dict[str, str] = Field(default_factory=dict)
+    ref: str = F(max_length=512)
+    hunks: dict[str, list[tuple[int, int, str]]] = F(default_factory=dict)
+    whole: dict[str, str] = F(default_factory=dict)
 
 
 class Handover(Strict):
@@ -164,7 +170,7 @@ class Handover(Strict):
     (revision, machine, snapshot tree, base tree) waiting for `coord next`.
     """
 
-    machine: str = Field(max_length=64)
+    machine: str = F(max_length=64)
     held: Saved | None = None
     brought: int = 0
     pending: tuple[int, str, str, str] | None = None
@@ -172,17 +178,17 @@ class Handover(Strict):
 
 class Task(Strict):
     id: str
-    title: str = Field(max_length=MAX_TEXT)
-    expect: str = Field(max_length=MAX_TEXT)
+    title: str = F(max_length=MAX_TEXT)
+    expect: str = F(max_length=MAX_TEXT)
     state: TaskState = TaskState.ASSIGNED
     batch: int = 1
     grants: list[Grant]
-    checks: list[str] = Field(default_factory=list)
+    checks: list[str] = F(default_factory=list)
     exclusive: bool = False
     session: str | None = None
     claim: Claim | None = None
     revision: int = 0
-    notes: list[Note] = Field(default_factory=list)
+    notes: list[Note] = F(default_factory=list)
     created_at: float
     updated_at: float
     last_report: str | None = None
@@ -190,12 +196,12 @@ class Task(Strict):
     held_until_thaw: bool = False
     reserved_for: str | None = None
     served_revision: int = 0
-    audit: dict[str, str] = Field(default_factory=dict)
+    audit: dict[str, str] = F(default_factory=dict)
     # Changes in the task's grants when it started that its own reports had not claimed
     # (path -> identities): never claimed silently (SPEC.md, "inherited").
-    inherited: dict[str, list[str]] = Field(default_factory=dict)
+    inherited: dict[str, list[str]] = F(default_factory=dict)
     # What its newest report claimed (path -> identities).
-    claimed: dict[str, list[str]] = Field(default_factory=dict)
+    claimed: dict[str, list[str]] = F(default_factory=dict)
     # The status of its newest report (done, blocked, failed).
     last_status: str | None = None
     # The newest revision of its work the state recorded (see Saved), and the counter of
@@ -230,7 +236,7 @@ class Task(Strict):
 class Freeze(Strict):
     commit: str | None
     batch: int
-    deferred: list[str] = Field(default_factory=list)
+    deferred: list[str] = F(default_factory=list)
     by: str
     at: float
     fingerprint: str
@@ -250,17 +256,14 @@ class SignalType(StrEnum):
 
 class Signal(Strict):
     id: str
-    sender: str = Field(alias="from")
+    sender: str = F(key="from")
     to: str
     type: SignalType
-    about: str = Field(max_length=MAX_TEXT)
-    payload: str = Field(default="", max_length=MAX_TEXT)
+    about: str = F(max_length=MAX_TEXT)
+    payload: str = F(default="", max_length=MAX_TEXT)
     state: Literal["pending", "delivered"] = "pending"
     created_at: float
-    acked_by: list[str] = Field(default_factory=list)
-
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, populate_by_name=True,
-                              defer_build=True)
+    acked_by: list[str] = F(default_factory=list)
 
     def public(self) -> dict[str, Any]:
         return {"id": self.id, "from": self.sender, "to": self.to, "type": str(self.type),
@@ -272,10 +275,10 @@ class Checkpoint(Strict):
     task: str
     session: str
     at: float
-    next: str = Field(max_length=MAX_TEXT)
-    context: str = Field(default="", max_length=MAX_TEXT)
-    files: list[str] = Field(default_factory=list)
-    commits: list[str] = Field(default_factory=list)
+    next: str = F(max_length=MAX_TEXT)
+    context: str = F(default="", max_length=MAX_TEXT)
+    files: list[str] = F(default_factory=list)
+    commits: list[str] = F(default_factory=list)
     kind: Literal["checkpoint", "handoff", "recovery"] = "checkpoint"
     to: str | None = None
     file: str | None = None
@@ -288,21 +291,21 @@ class ClaimRecord(Strict):
     """A claim a machine's session holds on a task another machine coordinates: the
     request the authority applies at its next sync."""
 
-    task: str = Field(max_length=64)
-    session: str = Field(max_length=200)
+    task: str = F(max_length=64)
+    session: str = F(max_length=200)
     state: Literal["in_progress", "reported"]
-    revision: int = Field(ge=0)
+    revision: int = F(ge=0)
     opened: float
     heartbeat: float
-    ttl: int = Field(ge=1)
+    ttl: int = F(ge=1)
 
 
 class Decision(Strict):
     id: str
     task: str
     session: str
-    question: str = Field(max_length=MAX_TEXT)
-    kind: Literal["priority", "architecture", "scope", "deploy"]
+    question: str = F(max_length=MAX_TEXT)
+    kind: DecisionKind
     state: Literal["open", "answered"] = "open"
     answer: str | None = None
     asked_at: float
@@ -319,15 +322,15 @@ class State(Strict):
     version: int = STATE_VERSION
     next_task: int = 1
     batch: int = 1
-    tasks: dict[str, Task] = Field(default_factory=dict)
+    tasks: dict[str, Task] = F(default_factory=dict)
     freeze: Freeze | None = None
     ranges_at: str | None = None
-    sessions: dict[str, float] = Field(default_factory=dict)
-    signals: list[Signal] = Field(default_factory=list)
-    checkpoints: dict[str, Checkpoint] = Field(default_factory=dict)
-    decisions: list[Decision] = Field(default_factory=list)
-    seq: dict[str, int] = Field(default_factory=dict)
-    interventions: dict[str, int] = Field(default_factory=dict)
+    sessions: dict[str, float] = F(default_factory=dict)
+    signals: list[Signal] = F(default_factory=list)
+    checkpoints: dict[str, Checkpoint] = F(default_factory=dict)
+    decisions: list[Decision] = F(default_factory=list)
+    seq: dict[str, int] = F(default_factory=dict)
+    interventions: dict[str, int] = F(default_factory=dict)
 
     def next_id(self, prefix: str, day: str) -> str:
         key = f"{prefix}-{day}"
@@ -337,11 +340,11 @@ class State(Strict):
 
 # ---- the review contract -------------------------------------------------------------
 
-Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
-Oid = Annotated[str, Field(pattern=r"^[0-9a-f]{40}([0-9a-f]{24})?$")]
-Mode = Annotated[str, Field(pattern=r"^[0-7]{6}$")]
-ShortText = Annotated[str, Field(max_length=MAX_TEXT)]
-Count = Annotated[int, Field(ge=0, le=10**9)]
+Sha256 = Annotated[str, Constraint(pattern=r"^[0-9a-f]{64}$")]
+Oid = Annotated[str, Constraint(pattern=r"^[0-9a-f]{40}([0-9a-f]{24})?$")]
+Mode = Annotated[str, Constraint(pattern=r"^[0-7]{6}$")]
+ShortText = Annotated[str, Constraint(max_length=MAX_TEXT)]
+Count = Annotated[int, Constraint(ge=0, le=10**9)]
 
 
 class HunkEntry(Strict):
@@ -352,80 +355,81 @@ class HunkEntry(Strict):
     sha256: Sha256
 
 
+def _inside(v: str) -> str:
+    """A path a report names: inside the repository (see check_rel_path)."""
+    try:
+        return check_rel_path(v, strict=False)
+    except UsageError as e:
+        from .record import RecordError
+
+        raise RecordError(e.message) from None
+
+
+def _task_id(v: str) -> str:
+    if not TASK_ID_RE.fullmatch(v) or ".." in v:
+        from .record import RecordError
+
+        raise RecordError(f"malformed task id {v!r}")
+    return v
+
+
 class ChangeEntry(Strict):
-    path: str = Field(max_length=4096)
-    kind: Literal["modified", "added", "deleted", "renamed", "mode", "binary"]
-    old_path: str | None = Field(default=None, max_length=4096)
+    path: str = F(max_length=4096, check=_inside)
+    kind: ChangeKind
+    old_path: str | None = F(default=None, max_length=4096, check=_inside)
     old_mode: Mode | None = None
     new_mode: Mode | None = None
     old_oid: Oid | None = None
     new_oid: Oid | None = None
-    hunks: list[HunkEntry] = Field(default_factory=list, max_length=100_000)
+    hunks: list[HunkEntry] = F(default_factory=list, max_length=100_000)
     # For a file the task holds by line ranges: per range, the digest of the range's lines
     # before and after the task's edits (see shared/tree.py: region identities).
-    regions: list[Sha256] = Field(default_factory=list, max_length=10_000)
-
-    @field_validator("path", "old_path")
-    @classmethod
-    def _inside(cls, v: str | None) -> str | None:
-        if v is None:
-            return v
-        try:
-            return check_rel_path(v, strict=False)
-        except UsageError as e:
-            raise ValueError(e.message) from None
+    regions: list[Sha256] = F(default_factory=list, max_length=10_000)
 
 
 class CheckResult(Strict):
     command: ShortText
     exit_code: int
     passed: bool
-    duration_s: float = Field(ge=0)
-    output_tail: str = Field(max_length=MAX_TEXT)
+    duration_s: float = F(ge=0)
+    output_tail: str = F(max_length=MAX_TEXT)
 
 
 class Overlap(Strict):
-    path: str = Field(max_length=4096)
+    path: str = F(max_length=4096)
     task_id: str | None = None
     note: ShortText
 
 
 class ProposedCommit(Strict):
-    subject: str = Field(min_length=1, max_length=1000)
+    subject: str = F(min_length=1, max_length=1000)
     body: ShortText = ""
 
 
 class Report(Strict):
     schema_version: Literal[1]
-    task_id: str
-    status: Literal["done", "blocked", "failed"]
-    session: str | None = Field(max_length=200)
-    created_at: str = Field(max_length=64)
-    base_commit: str | None = Field(max_length=64)
+    task_id: str = F(check=_task_id)
+    status: ReportStatus
+    session: str | None = F(max_length=200)
+    created_at: str = F(max_length=64)
+    base_commit: str | None = F(max_length=64)
     title: ShortText
     expect: ShortText
     summary: ShortText
-    changes: list[ChangeEntry] = Field(max_length=100_000)
+    changes: list[ChangeEntry] = F(max_length=100_000)
     patch_sha256: Sha256
-    snapshot: str = Field(max_length=64)
-    revision: int = Field(ge=1)
-    report_id: str = Field(max_length=256)
-    checks: list[CheckResult] = Field(max_length=1000)
-    overlaps: list[Overlap] = Field(max_length=100_000)
-    unfinished: list[ShortText] = Field(max_length=1000)
+    snapshot: str = F(max_length=64)
+    revision: int = F(ge=1)
+    report_id: str = F(max_length=256)
+    checks: list[CheckResult] = F(max_length=1000)
+    overlaps: list[Overlap] = F(max_length=100_000)
+    unfinished: list[ShortText] = F(max_length=1000)
     proposed_commit: ProposedCommit
     reason: ShortText | None = None
     kind: Literal["task", "review"] = "task"
     checks_skipped: bool = False
-    role: str | None = Field(default=None, max_length=64)
-    verdict: Literal["approve", "changes"] | None = None
-
-    @field_validator("task_id")
-    @classmethod
-    def _task_id(cls, v: str) -> str:
-        if not TASK_ID_RE.fullmatch(v) or ".." in v:
-            raise ValueError(f"malformed task id {v!r}")
-        return v
+    role: str | None = F(default=None, max_length=64)
+    verdict: Verdict | None = None
 
 
 class Finding(Strict):

@@ -27,10 +27,6 @@ def emit(doc: dict[str, Any], as_json: bool, human: Callable[[dict[str, Any]], s
 def fail(err: CoordError | Exception, as_json: bool, prog: str) -> int:
     code = err.exit_code if isinstance(err, CoordError) else 2
     message = err.message if isinstance(err, CoordError) else str(err)
-    if type(err).__name__ == "ValidationError" and hasattr(err, "errors"):
-        first = err.errors()[0]  # a value over a size limit, say: one line, exit 2
-        where = ".".join(str(p) for p in first.get("loc", ()))
-        message = f"invalid {where or 'input'}: {first.get('msg', 'rejected')}"
     message = printable(message)
     message = " ".join(message.split("\n"))
     details = getattr(err, "details", "") or ""

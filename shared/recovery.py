@@ -20,11 +20,11 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from . import diff, git, snapshot, store
 from .diff import FileChange, Hunk
-from .models import Saved, State, Task, TaskState, report_path
+from .models import Saved, SavedKind, State, Task, TaskState, report_path
 from .ownership import glob_matches
 from .slide import canonical, placements
 from .tree import Selection, TreeView, select, whole_identity
@@ -58,7 +58,7 @@ def record_of(sel: Selection) -> tuple[dict[str, list[Pos]], dict[str, str]]:
 
 def saved_of(tv: TreeView, sel: Selection, *, kind: str, revision: int, ref: str) -> Saved:
     hunks, whole = record_of(sel)
-    return Saved(kind=kind, revision=revision, tree=tv.snap.tree, base=tv.snap.head,
+    return Saved(kind=cast(SavedKind, kind), revision=revision, tree=tv.snap.tree, base=tv.snap.head,
                  at=store.now(), ref=ref, hunks=hunks, whole=whole)
 
 

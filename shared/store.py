@@ -19,6 +19,7 @@ from typing import Any
 from . import git
 from .errors import StateRefused, UsageError
 from .models import STATE_VERSION, State
+from .record import RecordError
 
 
 def parse_untrusted(data: bytes, model: Any, what: str, limit: int, kind: str = "") -> Any:
@@ -142,6 +143,9 @@ def _parse_state(lay: Layout, data: bytes) -> State:
             doc = MIGRATIONS[version](doc)
             version += 1
         return State.model_validate(doc)
+    except RecordError as e:
+        raise UsageError(f"{lay.state_file}: state is unreadable ({e.message}); "
+                         "restore it from a backup or move it aside") from None
     except UsageError:
         raise
     except ValueError as e:
@@ -160,8 +164,7 @@ def archive(lay: Layout, records: list[dict[str, Any]]) -> None:
         return
     ensure(lay)
     with open(lay.root / ARCHIVE, "ab") as f:
-        for r in records:
-            f.write(json.dumps(r, sort_keys=True).encode() + b"\n")
+        f.writelines(json.dumps(r, sort_keys=True).encode() + b"\n" for r in records)
         f.flush()
         os.fsync(f.fileno())
 

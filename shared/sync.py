@@ -130,7 +130,7 @@ def publish(ctx: Ctx) -> str | None:
             c = t.claim
             if t.id in mirrored and c is not None and machine_of(c.session) == me \
                     and t.state in (TaskState.IN_PROGRESS, TaskState.REPORTED):
-                rec = ClaimRecord(task=t.id, session=c.session, state=t.state.value,
+                rec = ClaimRecord(task=t.id, session=c.session, state="in_progress" if t.state is TaskState.IN_PROGRESS else "reported",
                                   revision=t.revision, opened=c.opened, heartbeat=c.heartbeat,
                                   ttl=c.ttl)
                 blobs[f"claims/{t.id}"] = dump_json(rec.model_dump(mode="json"))

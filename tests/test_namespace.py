@@ -110,37 +110,31 @@ def test_the_wheel_lives_beside_packages_that_ship_shared_and_worker(tmp_path: P
     assert r.stdout.strip() == "True True", r.stderr
 
 
-def test_the_plugin_loader_stand_in_offers_what_pydantic_takes_from_it(make_repo, monkeypatch) -> None:
-    """With every plugin disabled the CLIs give pydantic a plugin loader that answers
-    `()` without importing importlib.metadata: it must offer every name pydantic's own
-    modules import from the real one, and a command must then run without that import."""
-    import re
+HOT = [("coordinator", "status"), ("coordinator", "inbox"), ("coordinator", "next"),
+       ("worker", "signals"), ("worker", "heartbeat")]
+
+
+@pytest.mark.parametrize(("side", "cmd"), HOT, ids=lambda a: a)
+def test_hot_commands_import_only_what_they_use(make_repo, coord, worker, side: str,
+                                                cmd: str) -> None:
+    """A hot command's start-up is its imports: it must not pay for a schema library, the
+    notifier, the file watcher, the web board or package metadata it never uses."""
     import subprocess
     import sys
 
-    import pydantic
-    from hunkwise.shared import cli
-
-    wanted: set[str] = set()
-    for src in Path(pydantic.__file__).parent.rglob("*.py"):
-        for m in re.finditer(r"from (?:\.|pydantic\.plugin\.)_loader import ([\w, ]+)",
-                             src.read_text(encoding="utf-8")):
-            wanted |= {n.strip() for n in m.group(1).split(",")}
-    assert "get_plugins" in wanted
-    monkeypatch.setenv("PYDANTIC_DISABLE_PLUGINS", "__all__")
-    saved = sys.modules.pop("pydantic.plugin._loader", None)
-    try:
-        cli._skip_plugin_loader()
-        stub = sys.modules["pydantic.plugin._loader"]
-        assert all(hasattr(stub, n) for n in wanted), wanted
-        assert list(stub.get_plugins()) == []
-    finally:
-        if saved is not None:
-            sys.modules["pydantic.plugin._loader"] = saved
-    code = ("import os, sys; os.environ['PYDANTIC_DISABLE_PLUGINS'] = '__all__'\n"
-            "from hunkwise.coordinator.cli import main\n"
-            "rc = main(['inbox', '--json', '--repo', sys.argv[1]])\n"
-            "print(rc, 'importlib.metadata' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code, str(make_repo({"a.txt": "a\n"}))],
-                         capture_output=True, text=True, check=True).stdout.split()
-    assert out[-1] == "False", out
+    repo = make_repo({"a.txt": "a\n"})
+    assert coord(repo, "assign", "T1", "--title", "t", "--expect", "e", "--write", "a.txt").code == 0
+    session = worker(repo, "start", "T1").doc["session"]
+    code = ("import sys\n"
+            f"from hunkwise.{side}.cli import main\n"
+            "rc = main([*sys.argv[2:], '--json', '--repo', sys.argv[1]])\n"
+            "print(rc, ' '.join(sorted(sys.modules)))")
+    argv = [cmd, "T1"] if cmd == "heartbeat" else [cmd]
+    r = subprocess.run([sys.executable, "-c", code, str(repo), *argv], capture_output=True,
+                       text=True, check=True, env={**os.environ, "COORD_SESSION": session})
+    out = r.stdout.splitlines()[-1].split()
+    assert out[0] == "0", r.stdout + r.stderr
+    loaded = set(out[1:])
+    heavy = {"pydantic", "pydantic_core", "importlib.metadata", "apprise", "watchdog",
+             "http.server", "email", "portalocker", "hunkwise.coordinator.board"}
+    assert not heavy & loaded, sorted(heavy & loaded)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 from collections import Counter
-from typing import Any
+from typing import Any, cast
 
 from hunkwise import inbox
 from hunkwise.shared import git, recovery, store
@@ -28,6 +28,7 @@ from hunkwise.shared.models import (
     Overlap,
     ProposedCommit,
     Report,
+    ReportStatus,
     Signal,
     SignalType,
     Task,
@@ -347,8 +348,8 @@ def _report(ctx: Ctx, task_id: str, *, status: str, session: str | None, summary
         # can never give two reports one revision.
         store.save(ctx.lay, state)
         report = Report(
-            schema_version=1, task_id=task_id, status=status,
-            session=sess, created_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds"),
+            schema_version=1, task_id=task_id, status=cast(ReportStatus, status),
+            session=sess, created_at=dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds"),
             base_commit=tv.snap.head, title=task.title, expect=task.expect, summary=summary,
             changes=entries, patch_sha256=patch_digest(entries), snapshot=tv.snap.tree,
             revision=task.revision, report_id=f"rep-{task_id}-r{task.revision}-{os.urandom(4).hex()}",

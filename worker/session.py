@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from typing import Any
+from typing import Any, cast
 
 from hunkwise import inbox
 from hunkwise.shared import git, recovery, store
@@ -25,6 +25,7 @@ from hunkwise.shared.handover import HANDOFF_REFS, record_edits
 from hunkwise.shared.models import (
     Checkpoint,
     Decision,
+    DecisionKind,
     Handover,
     ProposedCommit,
     Report,
@@ -34,6 +35,7 @@ from hunkwise.shared.models import (
     State,
     Task,
     TaskState,
+    Verdict,
 )
 from hunkwise.shared.records import is_mirrored, machine_of
 from hunkwise.shared.signals import (
@@ -266,12 +268,12 @@ def review(ctx: Ctx, task_id: str, *, session: str | None, verdict: str, notes: 
         head = git.head(ctx.repo)
         report = Report(
             schema_version=1, task_id=task_id, status="done", session=s,
-            created_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds"),
+            created_at=dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds"),
             base_commit=head, title=task.title, expect=task.expect, summary=notes,
             changes=[], patch_sha256="0" * 64, snapshot="", revision=rev,
             report_id=f"rev-{task_id}-r{rev}-{role}-{os.urandom(4).hex()}", checks=[],
             overlaps=[], unfinished=[], proposed_commit=ProposedCommit(subject=f"{role}: {verdict}"),
-            kind="review", role=role, verdict=verdict)
+            kind="review", role=role, verdict=cast(Verdict, verdict))
         path = inbox.deliver(ctx.lay.inbox, report.model_dump_json().encode(), task_id, rev)
         task.audit[role] = "approved" if verdict == "approve" else "changes"
         # The request it answers is closed: for this session, and for its role.
@@ -313,7 +315,7 @@ def ask(ctx: Ctx, task_id: str, *, session: str | None, question: str, kind: str
         touch(state, s)
         day = dt.datetime.now().strftime("%Y%m%d")
         dec = Decision(id=state.next_id("dec", day), task=task_id, session=s, question=question,
-                       kind=kind, asked_at=store.now(), batch=state.batch)
+                       kind=cast(DecisionKind, kind), asked_at=store.now(), batch=state.batch)
         state.decisions.append(dec)
         send(state, sender=s, to="supervisor@*", kind=SignalType.DECISION, about=dec.id,
              payload=question)

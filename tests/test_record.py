@@ -1,0 +1,215 @@
+"""The strict records: what the state, reports and settings accept, refuse and write back.
+
+`tests/data/state_v2.json` and `tests/data/report_v1.json` were written by the previous
+release (whose models a schema library read and wrote): both must be read, and written
+back byte for byte, so an upgrade neither refuses nor rewrites what is on disk.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hunkwise.shared import store
+from hunkwise.shared.errors import UsageError
+from hunkwise.shared.models import (
+    MAX_TEXT,
+    Checkpoint,
+    Claim,
+    Decision,
+    Freeze,
+    Grant,
+    Handover,
+    Note,
+    Report,
+    Saved,
+    Signal,
+    SignalType,
+    State,
+    Task,
+    TaskState,
+)
+from hunkwise.shared.record import RecordError
+from hunkwise.shared.store import strict_json_loads
+
+DATA = Path(__file__).parent / "data"
+
+
+def test_a_state_written_by_the_previous_release_is_read_and_written_back_byte_for_byte() -> None:
+    raw = (DATA / "state_v2.json").read_bytes()
+    state = State.model_validate(strict_json_loads(raw))
+    assert state.tasks["T2"].state is TaskState.CHANGES_REQUESTED
+    assert state.signals[0].sender.startswith("sess-")
+    assert state.freeze is not None and state.freeze.deferred == ["T3"]
+    assert state.model_dump_json(indent=1, by_alias=True).encode() == raw
+
+
+def test_a_report_written_by_the_previous_release_is_read_and_written_back_byte_for_byte() -> None:
+    raw = (DATA / "report_v1.json").read_bytes()
+    report = Report.model_validate(strict_json_loads(raw))
+    assert report.changes[0].hunks[0].old_start == 2
+    assert report.model_dump_json().encode() == raw
+
+
+def _text(rng: random.Random, n: int = 12) -> str:
+    alphabet = "abcXYZ 09-_/.:\"\\\n\tü✓\u200b"
+    return "".join(rng.choice(alphabet) for _ in range(rng.randint(0, n)))
+
+
+def _saved(rng: random.Random) -> Saved:
+    return Saved(kind=rng.choice(["report", "wip", "handoff"]), revision=rng.randint(1, 9),
+                 tree="a" * 40, base=rng.choice([None, "b" * 40]), at=rng.random() * 2e9,
+                 ref=f"refs/hunkwise/x/{rng.randint(0, 99)}",
+                 hunks={f"f{i}.txt": [(rng.randint(0, 99), rng.randint(0, 9), "c" * 64)]
+                        for i in range(rng.randint(0, 3))},
+                 whole={f"w{i}": "d" * 40 for i in range(rng.randint(0, 2))})
+
+
+def _task(rng: random.Random, i: int) -> Task:
+    grants = [Grant.parse(rng.choice(["src/**", "a.txt:3-9", "docs/", "b.py:1"]))
+              for _ in range(rng.randint(1, 3))]
+    return Task(
+        id=f"T{i}", title=_text(rng), expect=_text(rng), state=rng.choice(list(TaskState)),
+        batch=rng.randint(1, 5), grants=grants, checks=[_text(rng) for _ in range(rng.randint(0, 2))],
+        exclusive=rng.random() < 0.3, session=rng.choice([None, "sess-20260101-0000-w@m"]),
+        claim=rng.choice([None, Claim(session="s", opened=1.5, heartbeat=2.0, ttl=60)]),
+        revision=rng.randint(0, 5),
+        notes=[Note(at=rng.random(), by="c", kind="k", text=_text(rng)) for _ in range(rng.randint(0, 2))],
+        created_at=rng.random() * 2e9, updated_at=float(rng.randint(0, 2**40)),
+        last_report=rng.choice([None, "r1"]), commit=rng.choice([None, "e" * 40]),
+        audit={"review": "approve"} if rng.random() < 0.3 else {},
+        inherited={"a.txt": ["x", "y"]} if rng.random() < 0.3 else {},
+        claimed={"b.py": ["z"]} if rng.random() < 0.5 else {},
+        saved=rng.choice([None, _saved(rng)]),
+        handover=rng.choice([None, Handover(machine="laptop", held=_saved(rng), brought=1,
+                                            pending=(2, "laptop", "a" * 40, "b" * 40))]))
+
+
+def _state(rng: random.Random) -> State:
+    st = State(next_task=rng.randint(1, 99), batch=rng.randint(1, 9))
+    for i in range(rng.randint(0, 6)):
+        t = _task(rng, i)
+        st.tasks[t.id] = t
+    st.signals = [Signal(id=f"sig-{i}", sender="s", to="*", type=rng.choice(list(SignalType)),
+                         about=_text(rng), payload=_text(rng), created_at=1.0, acked_by=["a"])
+                  for i in range(rng.randint(0, 3))]
+    st.decisions = [Decision(id="d-1", task="T0", session="s", question=_text(rng), kind="scope",
+                             asked_at=3.0, batch=1)] if rng.random() < 0.5 else []
+    if rng.random() < 0.5:
+        st.checkpoints["s|T0"] = Checkpoint(task="T0", session="s", at=1.0, next=_text(rng),
+                                            saved=rng.choice([None, _saved(rng)]))
+    if rng.random() < 0.3:
+        st.freeze = Freeze(commit=None, batch=1, deferred=["T1"], by="c", at=2.0,
+                           fingerprint="f", tree="t", index="i")
+    st.next_id("sig", "20260101")
+    return st
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_any_state_survives_its_own_round_trip(seed: int) -> None:
+    state = _state(random.Random(seed))
+    text = state.model_dump_json(indent=1, by_alias=True)
+    back = State.model_validate(strict_json_loads(text))
+    assert back == state
+    assert back.model_dump_json(indent=1, by_alias=True) == text
+    assert json.loads(text)["signals"] == [s.public() | {"acked_by": s.acked_by} for s in state.signals]
+
+
+BASE = strict_json_loads((DATA / "state_v2.json").read_bytes())
+
+
+def _set(doc: dict[str, Any], path: tuple[Any, ...], value: Any) -> dict[str, Any]:
+    doc = copy.deepcopy(doc)
+    node = doc
+    for p in path[:-1]:
+        node = node[p]
+    if value is KeyError:
+        del node[path[-1]]
+    else:
+        node[path[-1]] = value
+    return doc
+
+
+BAD_STATES = [
+    (("tasks", "T1", "revision"), "1", "tasks.T1.revision: expected an integer, not a string"),
+    (("tasks", "T1", "revision"), True, "tasks.T1.revision: expected an integer, not a boolean"),
+    (("tasks", "T1", "revision"), 1.5, "tasks.T1.revision: expected an integer, not a number"),
+    (("tasks", "T1", "state"), "bogus", "tasks.T1.state: expected one of"),
+    (("tasks", "T1", "colour"), "red", "tasks.T1.colour: unknown field"),
+    (("tasks", "T1", "title"), KeyError, "tasks.T1.title: missing"),
+    (("tasks", "T1", "title"), "x" * (MAX_TEXT + 1), "tasks.T1.title: at most 65536 characters"),
+    (("tasks", "T1", "grants", 0, "start"), -1, "tasks.T1.grants.0.start: must be at least 0"),
+    (("tasks", "T1", "grants", 0, "kind"), "regex", "tasks.T1.grants.0.kind: expected one of"),
+    (("tasks", "T2", "saved", "hunks", "docs/a.md", 0), [1, 2],
+     "tasks.T2.saved.hunks.docs/a.md.0: expected a list of 3"),
+    (("signals", 0, "from"), KeyError, "signals.0.from: missing"),
+    (("signals", 0, "created_at"), None, "signals.0.created_at: expected a number, not null"),
+    (("freeze",), [], "freeze: expected an object, not a list"),
+    (("sessions",), {"s": "soon"}, "sessions.s: expected a number, not a string"),
+]
+
+
+@pytest.mark.parametrize(("path", "value", "expected"), BAD_STATES,
+                         ids=[".".join(map(str, b[0])) + f"={b[1]!r:.12}" for b in BAD_STATES])
+def test_a_malformed_state_is_refused_in_one_line_naming_the_field(tmp_path: Path, path: tuple[Any, ...],
+                                                                  value: Any, expected: str) -> None:
+    lay = store.Layout(tmp_path, tmp_path / "coord")
+    lay.root.mkdir(parents=True, exist_ok=True)
+    data = json.dumps(_set(BASE, path, value)).encode()
+    lay.state_file.write_bytes(data)
+    with pytest.raises(UsageError) as e:
+        store.load(lay)
+    assert "state is unreadable (invalid " + expected in e.value.message
+    assert "\n" not in e.value.message
+    assert lay.state_file.read_bytes() == data  # nothing rewritten
+
+
+REPORT = strict_json_loads((DATA / "report_v1.json").read_bytes())
+
+
+@pytest.mark.parametrize(("path", "value", "expected"), [
+    (("changes", 0, "path"), "../etc/passwd", "changes.0.path: path '../etc/passwd': '..' would leave"),
+    (("changes", 0, "path"), ".git/hooks/pre-commit", "changes.0.path: path '.git/hooks/pre-commit'"),
+    (("changes", 0, "old_path"), "/abs", "changes.0.old_path: path '/abs': absolute"),
+    (("changes", 0, "hunks", 0, "sha256"), "F" * 64, "changes.0.hunks.0.sha256: does not match"),
+    (("changes", 0, "hunks", 0, "old_lines"), 10**9 + 1, "changes.0.hunks.0.old_lines: must be at most"),
+    (("changes", 0, "new_mode"), "10644", "changes.0.new_mode: does not match"),
+    (("task_id",), "../x", "task_id: malformed task id"),
+    (("schema_version",), 2, "schema_version: expected one of 1"),
+    (("schema_version",), True, "schema_version: expected one of 1"),
+    (("proposed_commit", "subject"), "", "proposed_commit.subject: at least 1 characters"),
+    (("revision",), 0, "revision: must be at least 1"),
+    (("checks",), [{}] * 1001, "checks: at most 1000 items"),
+    (("status",), "DONE", "status: expected one of 'done', 'blocked', 'failed'"),
+    (("extra",), 1, "extra: unknown field"),
+])
+def test_a_malformed_report_is_refused_naming_the_field(path: tuple[Any, ...], value: Any,
+                                                        expected: str) -> None:
+    data = json.dumps(_set(REPORT, path, value)).encode()
+    with pytest.raises(UsageError) as e:
+        store.parse_untrusted(data, Report, "report r1", 1 << 24, "report")
+    assert f"report r1: does not match the report schema (invalid {expected}" in e.value.message
+
+
+def test_a_value_over_its_limit_is_refused_where_it_is_made() -> None:
+    with pytest.raises(RecordError) as e:
+        Note(at=0.0, by="c", kind="k", text="x" * (MAX_TEXT + 1))
+    assert e.value.message == "invalid text: at most 65536 characters, not 65537"
+    with pytest.raises(RecordError):
+        Claim(session="s", opened=1.0, heartbeat=1.0, ttl="60")  # type: ignore[arg-type]
+    with pytest.raises(RecordError):
+        Grant(kind="glob", path="a").model_copy(update={"start": -1})
+    assert Claim(session="s", opened=1, heartbeat=2, ttl=3).opened == 1.0  # numbers widen
+
+
+def test_an_oversized_title_is_refused_by_assign_and_changes_nothing(make_repo, coord) -> None:
+    repo = make_repo({"a.txt": "a\n"})
+    r = coord(repo, "assign", "T1", "--title", "t" * (MAX_TEXT + 1), "--expect", "e",
+              "--write", "a.txt")
+    assert r.code == 2
+    assert r.doc["error"]["message"] == "invalid title: at most 65536 characters, not 65537"
+    assert coord(repo, "status").doc["tasks"] == []
