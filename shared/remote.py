@@ -2,7 +2,7 @@
 
 Every record of a fetched chain (`refs/hunkwise/remote/<machine>/records`, see
 shared/sync.py) is parsed as strictly as a report in the inbox (size caps, duplicate keys,
-NaN, the pydantic schema); its id or session must name the machine whose ref holds it;
+NaN, the strict record); its id or session must name the machine whose ref holds it;
 what fails is quarantined with its reason, once. The machine that holds a task in its own
 state is its one authority: it applies remote audit verdicts under its lock. Other
 machines keep a mirror of its published task table, replaced at every sync.

@@ -19,7 +19,7 @@ of the ref (`records-<n>`); the old generation is deleted in the same atomic pus
 
 A fetch copies every machine's chain to `refs/hunkwise/remote/<machine>/records`. Nothing
 read from there is trusted: each record is parsed as strictly as a report in the inbox
-(size caps, duplicate keys, NaN, the pydantic schema), its id or session must name the
+(size caps, duplicate keys, NaN, the strict record), its id or session must name the
 machine whose ref holds it, and what fails is quarantined with its reason. The machine
 that holds a task in its own state is the one authority for it: it applies remote
 requests (a claim, a work report, an audit verdict) at its next sync under its lock;
