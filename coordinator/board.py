@@ -118,7 +118,7 @@ def board_state(ctx: Ctx, *, lost: list[dict[str, Any]] | None = None,
 
 
 def _lost(ctx: Ctx) -> list[dict[str, Any]]:
-    from hunkwise.coordinator.protect import lost_tasks
+    from hunkwise.coordinator.restore import lost_tasks
     from hunkwise.shared.tree import active_tasks, view
 
     state = store.load(ctx.lay)

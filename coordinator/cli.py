@@ -473,9 +473,9 @@ def index_cmd(output: str | None, everything: bool, as_json: bool, repo: str | N
 @common
 def restore(task_id: str, as_json: bool, repo: str | None) -> None:
     """Put a task's reported changes back into the tree after something destroyed them."""
-    from hunkwise.coordinator import protect
+    from hunkwise.coordinator import restore as recover
 
-    doc = protect.restore(_ctx(repo), task_id)
+    doc = recover.restore(_ctx(repo), task_id)
     emit(doc, as_json, lambda d: f"{task_id}: restored {', '.join(d['restored'])}"
          if d["restored"] else f"{task_id}: nothing was missing")
 
@@ -519,9 +519,9 @@ def discard_cmd(target: str | None, undo: str | None, as_json: bool, repo: str |
 @common
 def install_hooks(agents: tuple[str, ...], as_json: bool, repo: str | None) -> None:
     """Refuse commits and moves of HEAD, branches and refs/stash by anyone but the coordinator."""
-    from hunkwise.coordinator import protect
+    from hunkwise.coordinator import hooks
 
-    doc = protect.install_hooks(_ctx(repo), agents)
+    doc = hooks.install_hooks(_ctx(repo), agents)
     emit(doc, as_json, lambda d: "installed: " + ", ".join(d["hooks"])
          + (f"\nchained existing: {', '.join(d['chained'])}" if d["chained"] else "")
          + "".join(f"\n{name} hook: {a['hook']}" + "".join(f"\n{name} skill: {s}"
@@ -533,9 +533,9 @@ def install_hooks(agents: tuple[str, ...], as_json: bool, repo: str | None) -> N
 @common
 def uninstall_hooks(as_json: bool, repo: str | None) -> None:
     """Remove hunkwise's hooks and put back the hooks they chained."""
-    from hunkwise.coordinator import protect
+    from hunkwise.coordinator import hooks
 
-    doc = protect.uninstall_hooks(_ctx(repo))
+    doc = hooks.uninstall_hooks(_ctx(repo))
     emit(doc, as_json, lambda d: f"removed {len(d['removed'])} hook(s)"
          + (f"; restored {', '.join(d['restored'])}" if d["restored"] else ""))
 

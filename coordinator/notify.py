@@ -167,7 +167,7 @@ def collect(ctx: Ctx, *, with_lost: bool = False, now: float | None = None) -> l
 
 
 def lost_events(ctx: Ctx, state: Any) -> list[dict[str, Any]]:
-    from hunkwise.coordinator.protect import lost_tasks
+    from hunkwise.coordinator.restore import lost_tasks
     from hunkwise.shared.tree import active_tasks, view
 
     if not any(t.active and t.saved is not None for t in state.tasks.values()):

@@ -223,7 +223,7 @@ def status(ctx: Ctx, *, everything: bool = False) -> dict[str, Any]:
         row["unreported_changes"] = bool(row["stale"] and t.state == TaskState.IN_PROGRESS
                                          and tv.task_changes(t.id))
         rows.append(row)
-    from hunkwise.coordinator.protect import lost_tasks
+    from hunkwise.coordinator.restore import lost_tasks
     from hunkwise.coordinator.watch import recent_events
 
     return {

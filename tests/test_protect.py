@@ -114,9 +114,9 @@ def lost(repo: Path) -> list[dict[str, Any]]:
 
 
 def restore(repo: Path, task_id: str) -> dict[str, Any]:
-    from hunkwise.coordinator import protect
+    from hunkwise.coordinator import restore as recover
 
-    return protect.restore(_ctx(repo), task_id)
+    return recover.restore(_ctx(repo), task_id)
 
 
 # ---- the shared tree --------------------------------------------------------------------

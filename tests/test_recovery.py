@@ -311,7 +311,7 @@ def test_discard_and_restore_race_an_appending_writer_and_lose_no_line(
     """50 rounds in 5 parts of 10 (so the suite spreads them over its workers): A's line 2
     is recorded, destroyed, restored (retrying while the file moves), discarded; meanwhile
     another process appends to the same file every few ms."""
-    from hunkwise.coordinator import outcomes, protect
+    from hunkwise.coordinator import outcomes, restore
     from hunkwise.shared.context import open_repo
     from hunkwise.shared.errors import StateRefused
 
@@ -370,7 +370,7 @@ def test_discard_and_restore_race_an_appending_writer_and_lose_no_line(
             wait_until(lambda tid=tid: cli(worker, "heartbeat", tid) and _saved(repo, tid),
                        what="a record of the edit")
             edit_line_2("line 2")  # destroyed
-            retry(lambda tid=tid: protect.restore(ctx, tid))
+            retry(lambda tid=tid: restore.restore(ctx, tid))
             assert (repo / "f.txt").read_text().split("\n")[1] == f"line 2 by {tid}"
             retry(lambda tid=tid: outcomes.reject(ctx, tid, "round over", True))
             assert (repo / "f.txt").read_text().split("\n")[1] == "line 2"

@@ -1,0 +1,74 @@
+"""Recovery: what of a task's recorded work is gone from the tree, and putting it back.
+
+Every report, and every worker command of an in-progress task, records the task's changes
+(shared/recovery.py); `coord status` lists what of them is gone, and `coord restore` puts
+it back, touching nothing else.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hunkwise.shared import git, recovery, store
+from hunkwise.shared.context import Ctx, get_task
+from hunkwise.shared.errors import StateRefused, UsageError
+from hunkwise.shared.handover import put_back
+from hunkwise.shared.models import TaskState
+
+
+def lost_tasks(ctx: Ctx, tasks: list[Any], tv: Any) -> list[dict[str, Any]]:
+    """Active tasks whose recorded changes (reported or not) are partly gone from the tree.
+
+    `coord status` calls this with its tree view, so it also records the in-progress
+    tasks' unreported work where it changed (cheap when nothing did).
+    """
+    from hunkwise.shared.errors import CoordError
+
+    state = store.load(ctx.lay)
+    running = [t.id for t in tasks if t.state == TaskState.IN_PROGRESS]
+    try:
+        losses = recovery.record_wip(ctx, state, tv, running) if running else {}
+    except CoordError:
+        running, losses = [], {}  # the lock is busy: only list, record next time
+    lost = []
+    for t in sorted(tasks, key=lambda t: t.id):
+        if not t.active or t.saved is None:
+            continue
+        gone = losses.get(t.id) if t.id in running else recovery.lost_of(
+            ctx.repo, t, tv.snap.tree, tv)
+        if gone is not None and gone.paths:
+            lost.append({"task": t.id, "paths": gone.paths})
+    return lost
+
+
+def restore(ctx: Ctx, task_id: str) -> dict[str, Any]:
+    with store.locked(ctx.lay, name="commit"):
+        return _restore(ctx, task_id)
+
+
+def _restore(ctx: Ctx, task_id: str) -> dict[str, Any]:
+    """Put back what is gone of the task's recorded revision, touching nothing else.
+
+    Only the revision the state recorded for the task (its report's, or the snapshot a
+    worker command took of its unreported work) is used, never a file of the inbox; only
+    while the task is active, and only inside its grants. Each change is picked by its
+    place and its bytes, so another task's identical line is never taken for it.
+    """
+    state = store.load(ctx.lay)
+    task = get_task(state, task_id)
+    if state.freeze is not None:
+        raise StateRefused("coord restore changes the tree, which a release freeze forbids")
+    if not task.active:
+        raise StateRefused(f"{task_id} is {task.state}: its work is no longer restored; "
+                           "nothing was written")
+    saved = task.saved
+    if saved is None:
+        raise UsageError(f"{task_id} has no recorded work to restore (nothing was recorded "
+                         "since it started: no report, and no worker command saw changes)")
+    for oid in filter(None, (saved.base, saved.tree)):
+        if git.run_rc(ctx.repo, "cat-file", "-e", oid)[0] != 0:
+            raise UsageError(f"{task_id}'s snapshot {oid[:12]} is gone from the repository")
+    restored = put_back(ctx.repo, task, saved, what=f"restore {task_id}",
+                        clash="were changed by someone else since")
+    return {"task": task_id, "restored": restored,
+            "revision": saved.revision, "kind": saved.kind}
