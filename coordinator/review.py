@@ -314,10 +314,8 @@ def next_report(ctx: Ctx) -> dict[str, Any]:
         if not entries:
             return {"next": None, "pending": 0}
         e = entries[0]
-        with store.locked(ctx.lay):
-            state = store.load(ctx.lay)
-            if sync_ranges(ctx.repo, state):
-                store.save(ctx.lay, state)
+        state = store.load(ctx.lay)
+        sync_ranges(ctx.repo, state)  # in memory only: serving a report never writes the state
         if not e.path.exists():
             continue  # taken by another coord next meanwhile
         if _forged(state, e) is None and _superseded(state, e, entries):
@@ -378,10 +376,8 @@ def newest_report(ctx: Ctx, task_id: str, found: list[inbox.Entry] | None = None
 
 
 def review(ctx: Ctx, task_id: str) -> dict[str, Any]:
-    with store.locked(ctx.lay):
-        state = store.load(ctx.lay)
-        if sync_ranges(ctx.repo, state):
-            store.save(ctx.lay, state)
+    state = store.load(ctx.lay)
+    sync_ranges(ctx.repo, state)  # in memory only: reading never writes the state
     task = get_task(state, task_id)
     _e, report = newest_report(ctx, task_id, task=task)
     doc = validation_doc(validate(ctx, state, task, report))

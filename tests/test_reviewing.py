@@ -103,3 +103,23 @@ def test_worker_review_without_a_verdict_shows_the_tasks_diff(make_repo, coord, 
     r = worker(repo, "review", "A", json_out=False)
     assert r.code == 0 and "+line two" in r.stdout and "line eight" not in r.stdout
     assert "f.txt" in worker(repo, "review", "A", "--stat", json_out=False).stdout
+
+
+def test_coord_review_reads_a_moved_range_without_writing_the_state(make_repo, coord, worker):
+    """HEAD moved under a range grant (a commit made outside hunkwise): `coord review` maps
+    the range to the new lines to validate, and leaves state.json as it was."""
+    repo = make_repo({"f.txt": numbered(20)})
+    begin(coord, worker, repo, "B", "f.txt:11-20")
+    write(repo, "f.txt", numbered(20).replace("line 15\n", "line fifteen\n"))
+    ok(worker(repo, "done", "B"))
+    moved = "top 1\ntop 2\n" + numbered(20)
+    oid = git(repo, "hash-object", "-w", "--stdin", input=moved.encode()).strip()
+    git(repo, "update-index", "--cacheinfo", f"100644,{oid},f.txt")
+    git(repo, "commit", "-q", "-m", "two lines on top, outside hunkwise")
+    write(repo, "f.txt", moved.replace("line 15\n", "line fifteen\n"))
+    state = Path(git(repo, "rev-parse", "--git-common-dir").strip())
+    state = (state if state.is_absolute() else repo / state) / "coord" / "state.json"
+    before = state.read_bytes()
+    doc = ok(coord(repo, "review", "B"))
+    assert doc["ok"] is True, doc
+    assert state.read_bytes() == before
