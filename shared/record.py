@@ -87,7 +87,20 @@ class Record:
     def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)
         cls._fields = None
-        dataclasses.dataclass(kw_only=True)(cls)
+        # Only __init__ is generated per class (each generated method costs an exec at
+        # import); equality and repr are the same for every record, below.
+        dataclasses.dataclass(kw_only=True, eq=False, repr=False)(cls)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self.__dict__ == other.__dict__
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like a dataclass with eq
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{f.name}={self.__dict__[f.name]!r}" for f in _plan(type(self)))
+        return f"{type(self).__name__}({fields})"
 
     def __post_init__(self) -> None:
         for f in _plan(type(self)):
