@@ -5,11 +5,14 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from hunkwise.shared.cli import common, exit_process, run, sync_command, version_option
 from hunkwise.shared.output import clip, emit, one_line, table
+
+if TYPE_CHECKING:
+    from hunkwise.shared.results import DiffResult
 
 
 def _ctx(repo: str | None):  # type: ignore[no-untyped-def]
@@ -259,7 +262,7 @@ def diff_cmd(task_id: str, stat: bool, from_snapshot: bool, as_json: bool, repo:
     else:
         doc = task_diff(ctx, task_id, stat=stat)
 
-    def human(d: dict[str, Any]) -> str:
+    def human(d: DiffResult) -> str:
         if not d["files"]:
             return f"{task_id}: no changes to commit"
         return str(d["stat"] if stat else d["patch"])
