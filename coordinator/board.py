@@ -27,15 +27,32 @@ import secrets
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import parse_qs, urlsplit
 
 from hunkwise.coordinator.board_render import e, page_template, render
 from hunkwise.shared import store
 from hunkwise.shared.context import Ctx, iso
 from hunkwise.shared.errors import CoordError, UsageError
+
+if TYPE_CHECKING:
+    from hunkwise.shared.results import (
+        BoardSignal,
+        BoardState,
+        BoardTask,
+        DecideResult,
+        DecisionDoc,
+        FreezeDoc,
+        LostWork,
+        QueueRow,
+        ReportHead,
+        ServeResult,
+        SignalDoc,
+        TaskDoc,
+    )
 
 REFRESH_S = 0.5
 LOST_EVERY_S = 10.0
@@ -55,10 +72,10 @@ def is_loopback(host: str) -> bool:
 
 # ---- the board's data ------------------------------------------------------------------------
 
-_heads: dict[str, dict[str, Any]] = {}
+_heads: dict[str, ReportHead] = {}
 
 
-def _report_head(path: Any) -> dict[str, Any]:
+def _report_head(path: Any) -> ReportHead:
     """status, title, kind of a pending report: read once per file (names never repeat)."""
     got = _heads.get(path.name)
     if got is None:
@@ -67,15 +84,16 @@ def _report_head(path: Any) -> dict[str, Any]:
         except (OSError, ValueError):
             doc = {}
         doc = doc if isinstance(doc, dict) else {}
-        got = {k: str(doc.get(k) or "")[:500] for k in ("status", "title", "kind", "reason")}
+        got = cast("ReportHead", {k: str(doc.get(k) or "")[:500]
+                                for k in ("status", "title", "kind", "reason")})
         if len(_heads) > 5000:
             _heads.clear()
         _heads[path.name] = got
     return got
 
 
-def board_state(ctx: Ctx, *, lost: list[dict[str, Any]] | None = None,
-                now: float | None = None) -> dict[str, Any]:
+def board_state(ctx: Ctx, *, lost: list[LostWork] | None = None,
+                now: float | None = None) -> BoardState:
     """Everything the page shows, as JSON (also served at `state.json`)."""
     from hunkwise import inbox
     from hunkwise.coordinator.notify import for_coordinator, last_verification
@@ -84,23 +102,24 @@ def board_state(ctx: Ctx, *, lost: list[dict[str, Any]] | None = None,
 
     now = now or time.time()
     state = store.load(ctx.lay)
-    tasks = []
+    tasks: list[BoardTask] = []
     for t in sorted(state.tasks.values(), key=lambda t: t.id):
         if not t.active and t.batch < state.batch:
             continue
         c = t.claim
-        tasks.append({**t.public(), "last_status": t.last_status, "claim": None if c is None else {
+        tasks.append({**cast("TaskDoc", t.public()), "last_status": t.last_status, "claim": None if c is None else {
             "session": c.session, "opened": iso(c.opened), "heartbeat_age_s": round(now - c.heartbeat),
             "ttl": c.ttl, "stale": is_stale(t, now)}})
     pending, _odd = inbox.entries(ctx.lay.inbox, "new")
-    queue = []
+    queue: list[QueueRow] = []
     for ent in pending[:MAX_INBOX_READ]:
         head = _report_head(ent.path)
         queue.append({"task_id": ent.task_id, "revision": ent.revision, "file": ent.name,
                       "age_s": round(now - ent.time_ns / 1e9), **head})
-    signals = [{**s.public(), "for_coordinator": for_coordinator(s.to)}
-               for s in state.signals if s.state == "pending"]
-    decisions = [d.model_dump() for d in state.decisions if d.state == "open"]
+    signals: list[BoardSignal] = [
+        {**cast("SignalDoc", s.public()), "for_coordinator": for_coordinator(s.to)}
+        for s in state.signals if s.state == "pending"]
+    decisions = [cast("DecisionDoc", d.model_dump()) for d in state.decisions if d.state == "open"]
     return {
         "at": iso(now),
         "repo": ctx.repo.name,
@@ -110,14 +129,14 @@ def board_state(ctx: Ctx, *, lost: list[dict[str, Any]] | None = None,
         "signals": signals,
         "decisions": decisions,
         "interventions": state.interventions.get(str(state.batch), 0),
-        "freeze": state.freeze.model_dump() if state.freeze else None,
+        "freeze": cast("FreezeDoc", state.freeze.model_dump()) if state.freeze else None,
         "verify": last_verification(ctx.lay),
         "lost": lost or [],
         "events": recent_events(ctx.lay, 10),
     }
 
 
-def _lost(ctx: Ctx) -> list[dict[str, Any]]:
+def _lost(ctx: Ctx) -> list[LostWork]:
     from hunkwise.coordinator.restore import lost_tasks
     from hunkwise.shared.tree import active_tasks, view
 
@@ -139,10 +158,10 @@ class Board:
         self.requests = 0
         self.template = page_template()
         self._lock = threading.Lock()
-        self._doc: dict[str, Any] = {}
+        self._doc: Mapping[str, Any] = {}  # a BoardState once rendered
         self._html = ""
         self._etag = '""'
-        self._lost: list[dict[str, Any]] = []
+        self._lost: list[LostWork] = []
         self._lost_at = -1e9
         self._stop = threading.Event()
         self.error: str | None = None
@@ -170,7 +189,7 @@ class Board:
         with self._lock:
             self._doc, self._html, self._etag = doc, body, etag
 
-    def snapshot(self) -> tuple[dict[str, Any], str, str]:
+    def snapshot(self) -> tuple[Mapping[str, Any], str, str]:
         with self._lock:
             return self._doc, self._html, self._etag
 
@@ -192,7 +211,7 @@ class Board:
                 .replace("{{NONCE}}", nonce).replace("{{REPO}}", e(self.ctx.repo.name))
                 .replace("{{BOARD}}", body)), nonce
 
-    def decide(self, decision: str, answer: str) -> dict[str, Any]:
+    def decide(self, decision: str, answer: str) -> DecideResult:
         from hunkwise.coordinator import decisions
 
         doc = decisions.decide(self.ctx, decision, answer)
@@ -250,7 +269,7 @@ def _handler(board: Board, loopback: bool) -> type[BaseHTTPRequestHandler]:
             if self.command != "HEAD":
                 self.wfile.write(body)
 
-        def _json(self, code: int, doc: dict[str, Any]) -> None:
+        def _json(self, code: int, doc: Mapping[str, Any]) -> None:
             self._send(code, json.dumps(doc, default=str).encode(), "application/json")
 
         def _gate(self) -> dict[str, list[str]] | None:
@@ -390,7 +409,7 @@ class Running:
 
 
 def serve(ctx: Ctx, *, host: str, port: int, token: str | None,
-          timeout: float | None) -> dict[str, Any]:
+          timeout: float | None) -> ServeResult:
     running = Running(ctx, host, port, token)
     sys.stderr.write(f"board: ready at {running.url}"
                      + ("?token=<your token>" if token else "") + "\n")

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import html
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING
 
 from hunkwise.shared.context import iso
+
+if TYPE_CHECKING:
+    from hunkwise.shared.results import BoardState, BoardTask
 
 
 def e(value: object) -> str:
@@ -44,7 +47,7 @@ LABELS = {"in_progress": "in progress", "reported": "reported: waiting for revie
           "changes_requested": "changes requested", "assigned": "assigned, not started"}
 
 
-def _badges(t: dict[str, Any], batch: int, asked: set[str]) -> str:
+def _badges(t: BoardTask, batch: int, asked: set[str]) -> str:
     """Small marks after a task's title: its report's status, a decision it waits on,
     its commit, a batch other than the current one."""
     out = []
@@ -60,7 +63,7 @@ def _badges(t: dict[str, Any], batch: int, asked: set[str]) -> str:
     return (" " + " ".join(out)) if out else ""
 
 
-def render(doc: dict[str, Any], csrf: str) -> str:
+def render(doc: BoardState, csrf: str) -> str:
     """The board's HTML (without the page around it). Cells are escaped by `e` alone."""
     out: list[str] = []
     fz = doc["freeze"]
@@ -110,7 +113,7 @@ def render(doc: dict[str, Any], csrf: str) -> str:
         ver = "<p>no verify recorded</p>"
     out.append(f'<section id="freeze"><h2>Freeze and verify</h2>{frz}{ver}</section>')
     # Tasks by state.
-    by_state: dict[str, list[dict[str, Any]]] = {}
+    by_state: dict[str, list[BoardTask]] = {}
     for t in doc["tasks"]:
         by_state.setdefault(t["state"], []).append(t)
     asked = {d["task"] for d in doc["decisions"]}

@@ -5,11 +5,28 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 from hunkwise.shared.cli import common, exit_process, run, sync_command, version_option
 from hunkwise.shared.output import clip, emit, one_line, table
+
+if TYPE_CHECKING:
+    from hunkwise.shared.results import (
+        AssignResult,
+        CoordSignalsResult,
+        DiffResult,
+        DiscardResult,
+        FreezeResult,
+        HunkDoc,
+        InboxResult,
+        NextResult,
+        RecoverResult,
+        ReportDoc,
+        StatusResult,
+        Validation,
+        VerifyResult,
+    )
 
 
 def _ctx(repo: str | None):  # type: ignore[no-untyped-def]
@@ -60,7 +77,7 @@ def assign(task_id: str | None, title: str, expect: str, writes: tuple[str, ...]
     doc = tasks.assign(_ctx(repo), task_id=task_id, title=title, expect=expect,
                        writes=list(writes), checks=list(checks), exclusive=exclusive)
 
-    def human(d: dict[str, Any]) -> str:
+    def human(d: AssignResult) -> str:
         t = d["task"]
         held = " (next batch: starts after coord thaw)" if d.get("held_until_thaw") else ""
         return f"assigned {t['id']}: {', '.join(t['grants'])}{held}"
@@ -94,9 +111,9 @@ def status(everything: bool, brief: bool, send: bool, as_json: bool, repo: str |
                 sys.stderr.write(f"warning: not sent: {err}\n")
         emit(doc, as_json, lambda d: d["brief"])
         return
-    doc = tasks.status(_ctx(repo), everything=everything)
+    shown = tasks.status(_ctx(repo), everything=everything)
 
-    def human(d: dict[str, Any]) -> str:
+    def human(d: StatusResult) -> str:
         rows = [(t["id"], t["state"], t["batch"], t["session"],
                  "stale" if t["stale"] else ("" if t["claim_age_s"] is None else f"{t['claim_age_s']:.0f}s"),
                  ", ".join(t["grants"])) for t in d["tasks"]]
@@ -136,7 +153,7 @@ def status(everything: bool, brief: bool, send: bool, as_json: bool, repo: str |
                        "come from HEAD until the edit is committed")
         return "\n".join(out)
 
-    emit(doc, as_json, human)
+    emit(shown, as_json, human)
 
 
 # ---- the inbox -------------------------------------------------------------------------
@@ -149,7 +166,7 @@ def inbox_cmd(as_json: bool, repo: str | None) -> None:
 
     doc = review.list_inbox(_ctx(repo))
 
-    def human(d: dict[str, Any]) -> str:
+    def human(d: InboxResult) -> str:
         # An audit verdict is not a work report: say which is which.
         rows = [(r["task_id"], r.get("kind", "report") + (f" ({r['role']})" if r.get("role") else ""),
                  r["status"], clip(r["title"], 40),
@@ -161,7 +178,7 @@ def inbox_cmd(as_json: bool, repo: str | None) -> None:
     emit(doc, as_json, human)
 
 
-def _findings_text(v: dict[str, Any]) -> str:
+def _findings_text(v: Validation) -> str:
     lines = ["validation: ok" if v["ok"] else "validation: NOT ok"]
     for f in v["findings"]:
         where = f" {f['path']}:" if f.get("path") else ""
@@ -172,7 +189,7 @@ def _findings_text(v: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _contract_text(r: dict[str, Any]) -> str:
+def _contract_text(r: ReportDoc) -> str:
     """A report as the coordinator reads it. Every value a worker wrote goes through
     `one_line`: its own line breaks cannot forge a line of this output."""
     o = one_line
@@ -192,8 +209,8 @@ def _contract_text(r: dict[str, Any]) -> str:
         spans = ", ".join(_lines(h) for h in c["hunks"][:6])
         more = f" (+{len(c['hunks']) - 6})" if len(c["hunks"]) > 6 else ""
         lines.append(f"  {c['kind']:<9}{o(c['path'])}  {spans}{more}")
-    for c in r["checks"]:
-        lines.append(f"  check {'pass' if c['passed'] else 'FAIL'} ({c['duration_s']:.2f}s): {o(c['command'])}")
+    for ck in r["checks"]:
+        lines.append(f"  check {'pass' if ck['passed'] else 'FAIL'} ({ck['duration_s']:.2f}s): {o(ck['command'])}")
     for u in r["unfinished"]:
         lines.append(f"  unfinished: {o(u)}")
     for ov in r["overlaps"][:10]:
@@ -202,7 +219,7 @@ def _contract_text(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _lines(h: dict[str, Any]) -> str:
+def _lines(h: HunkDoc) -> str:
     """A hunk as people count lines: `lines 135-137`, `after line 12` for an insertion."""
     if h["old_lines"] == 0:
         return f"+{h['new_lines']} after line {h['old_start']}"
@@ -227,7 +244,7 @@ def next_cmd(with_diff: bool, as_json: bool, repo: str | None) -> None:
 
         doc["diff"] = task_diff(ctx, n["report"]["task_id"])
 
-    def human(d: dict[str, Any]) -> str:
+    def human(d: NextResult) -> str:
         if d["next"] is None:
             return "inbox empty"
         n = d["next"]
@@ -259,7 +276,7 @@ def diff_cmd(task_id: str, stat: bool, from_snapshot: bool, as_json: bool, repo:
     else:
         doc = task_diff(ctx, task_id, stat=stat)
 
-    def human(d: dict[str, Any]) -> str:
+    def human(d: DiffResult) -> str:
         if not d["files"]:
             return f"{task_id}: no changes to commit"
         return str(d["stat"] if stat else d["patch"])
@@ -382,9 +399,15 @@ def recover(task_id: str, note: str, as_json: bool, repo: str | None) -> None:
     from hunkwise.coordinator import sessions
 
     doc = sessions.recover(_ctx(repo), task_id, note)
-    emit(doc, as_json, lambda d: f"{task_id}: handoff to {d['released_reservation']} released"
-         if d.get("released_reservation") else f"{task_id}: recovered from {d['stale_session']}; "
-         f"files: {', '.join(d['handoff']['files']) or 'none'}")
+
+    def human(d: RecoverResult) -> str:
+        if d.get("released_reservation"):
+            return f"{task_id}: handoff to {d['released_reservation']} released"
+        assert d["handoff"] is not None  # a recovery writes its retroactive handoff
+        return (f"{task_id}: recovered from {d['stale_session']}; "
+                f"files: {', '.join(d['handoff']['files']) or 'none'}")
+
+    emit(doc, as_json, human)
 
 
 @cli.command(name="signals")
@@ -399,7 +422,7 @@ def signals_cmd(pending_only: bool, ack: tuple[str, ...], as_json: bool, repo: s
 
     doc = sessions.signals(_ctx(repo), pending_only=pending_only, ack=list(ack))
 
-    def human(d: dict[str, Any]) -> str:
+    def human(d: CoordSignalsResult) -> str:
         head = f"acknowledged: {', '.join(d['acked']) or 'nothing'}\n" if "acked" in d else ""
         body = (table([(s["id"], s["from"], s["to"], s["type"], s["about"],
                         clip(s["payload"], 40), s["state"]) for s in d["signals"]],
@@ -493,13 +516,13 @@ def discard_cmd(target: str | None, undo: str | None, as_json: bool, repo: str |
     if (target is None) == (undo is None):
         raise UsageError("give PATH[:START-END] to discard, or --undo REF to put a discard back")
     if undo is not None:
-        doc = core.undo(_ctx(repo), undo)
-        emit(doc, as_json, lambda d: f"put back {', '.join(d['restored'])} from {d['ref']}")
+        undone = core.undo(_ctx(repo), undo)
+        emit(undone, as_json, lambda d: f"put back {', '.join(d['restored'])} from {d['ref']}")
         return
     assert target is not None
     doc = core.discard(_ctx(repo), target)
 
-    def human(d: dict[str, Any]) -> str:
+    def human(d: DiscardResult) -> str:
         out = [f"discarded {u['path']}" + (f" lines {u['lines']}" if u["lines"] else f" ({u['kind']})")
                for u in d["discarded"]] or [f"nothing unowned to discard in {d['target']}"]
         out += [f"kept {k['path']}" + (f" lines {k['lines']}" if k["lines"] else "")
@@ -592,7 +615,7 @@ def freeze(defer_running: bool, as_json: bool, repo: str | None) -> None:
 
     doc = core.freeze(_ctx(repo), defer_running=defer_running)
 
-    def human(d: dict[str, Any]) -> str:
+    def human(d: FreezeResult) -> str:
         f = d["freeze"]
         head = "already frozen" if d["already"] else "frozen"
         deferred = f"; deferred {', '.join(f['deferred'])}" if f["deferred"] else ""
@@ -610,7 +633,7 @@ def verify(junit: str | None, as_json: bool, repo: str | None) -> None:
 
     doc = core.verify(_ctx(repo), junit=junit)
 
-    def human(d: dict[str, Any]) -> str:
+    def human(d: VerifyResult) -> str:
         lines = [f"{'pass' if c['exit_code'] == 0 else 'FAIL'}  {c['duration_s']:7.2f}s  {c['command']}"
                  for c in d["commands"]]
         lines += [f"problem: {p}" for p in d["problems"]]

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from hunkwise.shared import diff, git, snapshot, store
 from hunkwise.shared.context import Ctx, refuse_if_frozen
 from hunkwise.shared.errors import CheckFailed, StateRefused, UsageError
 from hunkwise.shared.models import check_rel_path
 from hunkwise.shared.ownership import glob_matches
+
+if TYPE_CHECKING:
+    from hunkwise.shared.results import CommitResult
 
 
 def _rel(ctx: Ctx, path: str) -> str:
@@ -31,7 +34,7 @@ def _rel(ctx: Ctx, path: str) -> str:
     return check_rel_path(real.relative_to(top).as_posix(), "path")
 
 
-def commit_own(ctx: Ctx, paths: list[str], message: str) -> dict[str, Any]:
+def commit_own(ctx: Ctx, paths: list[str], message: str) -> CommitResult:
     from hunkwise.coordinator.accept import COMMIT_LOCK_WAIT_S, reset_index_paths
 
     if not message.strip():

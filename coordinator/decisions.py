@@ -4,7 +4,7 @@ session and lets a task blocked on it start again."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from hunkwise.coordinator.sessions import coordinator_session
 from hunkwise.shared import store
@@ -13,16 +13,21 @@ from hunkwise.shared.errors import StateRefused, UsageError
 from hunkwise.shared.models import SignalType, State, TaskState
 from hunkwise.shared.signals import send
 
+if TYPE_CHECKING:
+    from hunkwise.shared.results import DecideResult, DecisionDoc, DecisionsResult
 
-def decisions(ctx: Ctx, *, include_answered: bool) -> dict[str, Any]:
+
+def decisions(ctx: Ctx, *, include_answered: bool) -> DecisionsResult:
     state = store.load(ctx.lay)
-    rows = [d.model_dump() for d in state.decisions if include_answered or d.state == "open"]
+    rows = [cast("DecisionDoc", d.model_dump()) for d in state.decisions
+            if include_answered or d.state == "open"]
     if include_answered:
-        rows = store.archived(ctx.lay, "decision") + rows
+        # Answered decisions of closed batches: the archive keeps their model_dump.
+        rows = cast("list[DecisionDoc]", store.archived(ctx.lay, "decision")) + rows
     return {"decisions": rows, "interventions": state.interventions.get(str(state.batch), 0)}
 
 
-def decide(ctx: Ctx, dec_id: str, answer: str) -> dict[str, Any]:
+def decide(ctx: Ctx, dec_id: str, answer: str) -> DecideResult:
     if not answer.strip():
         raise UsageError("--answer must say something")
     with store.transaction(ctx.lay) as state:
@@ -39,7 +44,7 @@ def decide(ctx: Ctx, dec_id: str, answer: str) -> dict[str, Any]:
         send(state, sender=coordinator_session(), to=dec.session, kind=SignalType.DECISION, about=dec.id,
              payload=answer)
         reopened = _reopen_blocked(state, dec)
-    return {"decision": dec.model_dump(), "reopened": reopened}
+    return {"decision": cast("DecisionDoc", dec.model_dump()), "reopened": reopened}
 
 
 def _reopen_blocked(state: State, dec: Any) -> str | None:

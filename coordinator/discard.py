@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from hunkwise.coordinator.outcomes import discard_entries
 from hunkwise.shared import diff, git, store
@@ -24,6 +24,9 @@ from hunkwise.shared.models import Grant, State, check_rel_path
 from hunkwise.shared.ownership import range_relation
 from hunkwise.shared.tree import TreeView, active_tasks, sync_ranges, view
 from hunkwise.shared.worktree import current_oids, write_entries
+
+if TYPE_CHECKING:
+    from hunkwise.shared.results import DiscardResult, KeptChange, UndoResult, UnownedChange
 
 PREFIX = "refs/hunkwise/discarded/"
 COORDINATOR_ENV = {"HUNKWISE_COORDINATOR": "1"}
@@ -68,8 +71,8 @@ def _grant_key(state: State) -> list[tuple[str, bool, list[str]]]:
     return sorted((t.id, t.exclusive, [str(g) for g in t.grants]) for t in active_tasks(state))
 
 
-def _pick(tv: TreeView, target: Target) -> tuple[list[FileChange], list[dict[str, Any]],
-                                                 list[dict[str, Any]]]:
+def _pick(tv: TreeView, target: Target) -> tuple[list[FileChange], list[UnownedChange],
+                                                 list[KeptChange]]:
     """The unowned changes the target names (as FileChanges holding only them), what of
     them is listed, and what the target names that is kept, with the reason."""
     att = tv.attribution
@@ -81,8 +84,8 @@ def _pick(tv: TreeView, target: Target) -> tuple[list[FileChange], list[dict[str
         return "in" if where is None or h is None else range_relation(where, h)
 
     picked: dict[str, FileChange] = {}
-    gone: list[dict[str, Any]] = []
-    kept: list[dict[str, Any]] = []
+    gone: list[UnownedChange] = []
+    kept: list[KeptChange] = []
     for ch, h in att.unowned:
         if not target.covers(ch.path):
             continue
@@ -158,7 +161,7 @@ def _record(ctx: Ctx, tv: TreeView, changes: list[FileChange],
                        "nothing was written, retry")
 
 
-def discard(ctx: Ctx, text: str) -> dict[str, Any]:
+def discard(ctx: Ctx, text: str) -> DiscardResult:
     target = parse_target(text)
     with store.locked(ctx.lay, name="commit"):  # no accept, revert or reject meanwhile
         seen = store.load(ctx.lay)
@@ -168,8 +171,8 @@ def discard(ctx: Ctx, text: str) -> dict[str, Any]:
         # against are checked again under the lock before anything is written.
         tv = view(ctx.repo, active_tasks(seen))
         changes, gone, kept = _pick(tv, target)
-        out: dict[str, Any] = {"target": str(target), "discarded": gone, "kept": kept,
-                               "paths": [c.path for c in changes], "ref": None, "undo": None}
+        out: DiscardResult = {"target": str(target), "discarded": gone, "kept": kept,
+                              "paths": [c.path for c in changes], "ref": None, "undo": None}
         if not changes:
             return out
         entries = discard_entries(ctx, tv, "", changes)
@@ -187,11 +190,11 @@ def discard(ctx: Ctx, text: str) -> dict[str, Any]:
         except BaseException:
             git.run_rc(ctx.repo, "update-ref", "-d", ref, env=COORDINATOR_ENV)
             raise
-    out.update(ref=ref, undo=f"coord discard --undo {ref}")
+    out.update({"ref": ref, "undo": f"coord discard --undo {ref}"})
     return out
 
 
-def undo(ctx: Ctx, ref: str) -> dict[str, Any]:
+def undo(ctx: Ctx, ref: str) -> UndoResult:
     """Put back what a discard removed, carried across edits made since; where those edits
     touch the same lines, nothing is written (3)."""
     if not ref.startswith("refs/"):

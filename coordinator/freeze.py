@@ -18,7 +18,7 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 from xml.sax.saxutils import quoteattr
 
 from hunkwise import inbox
@@ -29,6 +29,16 @@ from hunkwise.shared.models import Freeze, SignalType, TaskState
 from hunkwise.shared.proc import run_command
 from hunkwise.shared.signals import send
 from hunkwise.shared.workspace import clean_checkout
+
+if TYPE_CHECKING:
+    from hunkwise.shared.results import (
+        CommandResult,
+        DeferredEdit,
+        FreezeDoc,
+        FreezeResult,
+        ThawResult,
+        VerifyResult,
+    )
 
 TAIL_LINES = 40
 # Characters XML 1.0 forbids (terminal colours, for one, print ESC).
@@ -54,12 +64,12 @@ def _who() -> str:
     return f"{user}@{machine_name()}"
 
 
-def freeze(ctx: Ctx, *, defer_running: bool) -> dict[str, Any]:
+def freeze(ctx: Ctx, *, defer_running: bool) -> FreezeResult:
     # The commit lock first: an accept between its HEAD move and its index update must
     # finish before the fingerprint is taken.
     with store.locked(ctx.lay, name="commit"), store.transaction(ctx.lay) as state:
         if state.freeze is not None:
-            return {"freeze": state.freeze.model_dump(), "already": True}
+            return {"freeze": cast("FreezeDoc", state.freeze.model_dump()), "already": True}
         running = sorted(t.id for t in state.tasks.values() if t.state == TaskState.IN_PROGRESS)
         if running and not defer_running:
             raise StateRefused("cannot freeze while tasks are in progress: " + ", ".join(running)
@@ -81,7 +91,7 @@ def freeze(ctx: Ctx, *, defer_running: bool) -> dict[str, Any]:
         state.freeze = Freeze(commit=git.head(ctx.repo), batch=state.batch, deferred=running,
                               by=_who(), at=store.now(), fingerprint=digest, tree=tree, index=index)
         fz = state.freeze
-    return {"freeze": fz.model_dump(), "already": False}
+    return {"freeze": cast("FreezeDoc", fz.model_dump()), "already": False}
 
 
 SESSION_KEEP_S = 7 * 24 * 3600
@@ -115,7 +125,7 @@ def _archive_closed(ctx: Ctx, state: Any, closed: int) -> int:
     return len(records)
 
 
-def thaw(ctx: Ctx) -> dict[str, Any]:
+def thaw(ctx: Ctx) -> ThawResult:
     with store.transaction(ctx.lay) as state:
         fz = state.freeze
         if fz is None:
@@ -134,14 +144,14 @@ def thaw(ctx: Ctx) -> dict[str, Any]:
                 t.batch = state.batch
                 reopened.append(t.id)
     return {"thawed": True, "batch": state.batch, "reopened": sorted(set(reopened)),
-            "was": fz.model_dump(), "archived": archived}
+            "was": cast("FreezeDoc", fz.model_dump()), "archived": archived}
 
 
 def _changed_paths(ctx: Ctx, old_tree: str, new_tree: str) -> list[str]:
     return diff.changed_paths(ctx.repo, old_tree, new_tree)
 
 
-def verify(ctx: Ctx, *, junit: str | None = None) -> dict[str, Any]:
+def verify(ctx: Ctx, *, junit: str | None = None) -> VerifyResult:
     state = store.load(ctx.lay)
     fz = state.freeze
     # The proof runs the commands the frozen commit itself carries, not an uncommitted
@@ -149,7 +159,7 @@ def verify(ctx: Ctx, *, junit: str | None = None) -> dict[str, Any]:
     cfg = (config.load_at(ctx.repo, fz.commit) if fz is not None and fz.commit
            else ctx.config).verify
     problems: list[str] = []
-    results: list[dict[str, Any]] = []
+    results: list[CommandResult] = []
     if fz is None:
         raise StateRefused("not frozen: nothing ran; run coord freeze first")
     if not cfg.commands:
@@ -169,9 +179,9 @@ def verify(ctx: Ctx, *, junit: str | None = None) -> dict[str, Any]:
     ok = not problems
     batch_tasks = sorted(t.id for t in state.tasks.values()
                          if t.state == TaskState.ACCEPTED and t.batch == fz.batch)
-    doc = {"ok": ok, "commit": fz.commit, "problems": problems,
-           "commands": results, "batch": fz.batch, "at": iso(time.time()),
-           "tasks": batch_tasks, "deferred_edits": deferred_edits}
+    doc: VerifyResult = {"ok": ok, "commit": fz.commit, "problems": problems,
+                         "commands": results, "batch": fz.batch, "at": iso(time.time()),
+                         "tasks": batch_tasks, "deferred_edits": deferred_edits}
     _save_record(ctx, doc)
     if junit:
         _write_junit(Path(junit), doc)
@@ -183,7 +193,7 @@ def _terminated(signum: int, frame: object) -> None:
 
 
 def _run_all(ctx: Ctx, commit: str, commands: list[str], timeout: float,
-             results: list[dict[str, Any]], problems: list[str]) -> None:
+             results: list[CommandResult], problems: list[str]) -> None:
     with clean_checkout(ctx.repo, commit) as where:
         for i, cmd in enumerate(commands, 1):
             sys.stderr.write(f"verify [{i}/{len(commands)}] {cmd}\n")
@@ -199,14 +209,14 @@ def _run_all(ctx: Ctx, commit: str, commands: list[str], timeout: float,
 
 
 def _final_check(ctx: Ctx, fz: Freeze, head: str | None,
-                 problems: list[str]) -> list[dict[str, Any]]:
+                 problems: list[str]) -> list[DeferredEdit]:
     """Compare-and-swap at the end: the proof holds only for what is still frozen.
 
     A deferred task editing its own grant during the freeze does not touch the frozen
     commit, so it does not fail the proof; it is reported apart. Anything else that moved
     HEAD, the index or other paths does fail it.
     """
-    deferred_edits: list[dict[str, Any]] = []
+    deferred_edits: list[DeferredEdit] = []
     with store.locked(ctx.lay):
         now_state = store.load(ctx.lay)
         if now_state.freeze is None or now_state.freeze.fingerprint != fz.fingerprint:
@@ -230,7 +240,7 @@ def _final_check(ctx: Ctx, fz: Freeze, head: str | None,
 
 
 def _split_deferred(ctx: Ctx, state: Any, fz: Freeze, tree: str,
-                    changed: list[str]) -> tuple[list[str], list[dict[str, Any]]]:
+                    changed: list[str]) -> tuple[list[str], list[DeferredEdit]]:
     """Which changed paths changed only by deferred tasks' edits inside their own grants."""
     from collections import Counter
 
@@ -273,7 +283,7 @@ def _split_deferred(ctx: Ctx, state: Any, fz: Freeze, tree: str,
     return sorted(set(others)), [{"task": t, "paths": sorted(ps)} for t, ps in sorted(edits.items())]
 
 
-def _save_record(ctx: Ctx, doc: dict[str, Any]) -> None:
+def _save_record(ctx: Ctx, doc: VerifyResult) -> None:
     d = ctx.lay.root / "verifications"
     d.mkdir(parents=True, exist_ok=True)
     name = f"{doc['commit'] or 'none'}-{int(time.time() * 1000)}.json"
@@ -281,7 +291,7 @@ def _save_record(ctx: Ctx, doc: dict[str, Any]) -> None:
     doc["record"] = str(d / name)
 
 
-def _write_junit(path: Path, doc: dict[str, Any]) -> None:
+def _write_junit(path: Path, doc: VerifyResult) -> None:
     cases = []
     for c in doc["commands"]:
         body = ""

@@ -21,11 +21,14 @@ import stat
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hunkwise.shared import git, store
 from hunkwise.shared.context import Ctx
 from hunkwise.shared.errors import StateRefused, UsageError
+
+if TYPE_CHECKING:
+    from hunkwise.shared.results import AgentHook, InstallHooksResult, UninstallHooksResult
 
 MARK = "# installed by hunkwise (coord install-hooks)"
 CHAINED = ".hunkwise-chained"
@@ -89,7 +92,7 @@ def _ours(path: Path) -> bool:
 AGENTS = ("claude", "codex")
 
 
-def install_hooks(ctx: Ctx, agents: Sequence[str] = ()) -> dict[str, Any]:
+def install_hooks(ctx: Ctx, agents: Sequence[str] = ()) -> InstallHooksResult:
     agents = list(dict.fromkeys(agents))  # `--agent` may repeat
     for name in agents:
         if name not in AGENTS:
@@ -110,8 +113,8 @@ def install_hooks(ctx: Ctx, agents: Sequence[str] = ()) -> dict[str, Any]:
         store.atomic_write(path, body.encode())
         path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
         installed.append(str(path))
-    doc: dict[str, Any] = {"hooks": installed, "chained": chained}
-    done: dict[str, Any] = {}
+    doc: InstallHooksResult = {"hooks": installed, "chained": chained}
+    done: dict[str, AgentHook] = {}
     for name in agents:
         done[name] = {"hook": str(install_agent(ctx, name))}
         if name == "codex":
@@ -122,7 +125,7 @@ def install_hooks(ctx: Ctx, agents: Sequence[str] = ()) -> dict[str, Any]:
     return doc
 
 
-def uninstall_hooks(ctx: Ctx) -> dict[str, Any]:
+def uninstall_hooks(ctx: Ctx) -> UninstallHooksResult:
     d = hooks_dir(ctx)
     removed, restored = [], []
     for name in HOOKS:

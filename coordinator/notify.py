@@ -23,11 +23,14 @@ import re
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hunkwise.shared import store
 from hunkwise.shared.context import Ctx, iso, session_role
 from hunkwise.shared.output import printable
+
+if TYPE_CHECKING:
+    from hunkwise.shared.results import NotifyFailure, ReportArrival, SendResult, VerifySummary
 
 OUTBOX = "notify.json"
 VERIFICATIONS = "verifications"
@@ -55,7 +58,7 @@ def event(kind: str, eid: str, subject: str, body: str = "", /, **data: Any) -> 
 
 # ---- the events ------------------------------------------------------------------------
 
-def report_event(summary: dict[str, Any]) -> dict[str, Any]:
+def report_event(summary: ReportArrival) -> dict[str, Any]:
     """A report arrived; `summary` is the watcher's (task_id, status, title, file...)."""
     tid, status = summary.get("task_id", "?"), summary.get("status", "?")
     eid = f"report:{summary.get('file') or tid}"
@@ -97,7 +100,7 @@ def verifications(lay: store.Layout, n: int = 5) -> list[tuple[str, dict[str, An
     return out
 
 
-def last_verification(lay: store.Layout) -> dict[str, Any] | None:
+def last_verification(lay: store.Layout) -> VerifySummary | None:
     got = verifications(lay, 1)
     if not got:
         return None
@@ -319,7 +322,7 @@ class Notifier:
         self.ctx = ctx
         self.say = say or (lambda _line: None)
         self.delivered: list[dict[str, Any]] = []
-        self.failures: list[dict[str, Any]] = []
+        self.failures: list[NotifyFailure] = []
 
     def _sinks(self) -> list[str]:
         sinks = ["command"] if self.ctx.config.notify.command else []
@@ -422,7 +425,7 @@ class Notifier:
         return dict(doc["pending"]) if doc else {}
 
 
-def send_now(ctx: Ctx, subject: str, body: str, kind: str = "brief") -> dict[str, Any]:
+def send_now(ctx: Ctx, subject: str, body: str, kind: str = "brief") -> SendResult:
     """Send one message at once to every notifier (the brief, on demand); not queued."""
     ev = event(kind, f"{kind}:{time.time_ns()}", subject, body)
     errors = []

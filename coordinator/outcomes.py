@@ -3,7 +3,7 @@ changes), defer to the next batch."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from hunkwise import inbox
 from hunkwise.shared import diff, git, recovery, store
@@ -22,6 +22,9 @@ from hunkwise.shared.tree import (
 )
 from hunkwise.shared.worktree import write_entries
 
+if TYPE_CHECKING:
+    from hunkwise.shared.results import DeferResult, RejectResult, RequestChangesResult, TaskDoc
+
 
 def _note(text: str, kind: str) -> Note:
     if not text.strip():
@@ -29,7 +32,7 @@ def _note(text: str, kind: str) -> Note:
     return Note(at=store.now(), by="coordinator", kind=kind, text=text)
 
 
-def request_changes(ctx: Ctx, task_id: str, note: str) -> dict[str, Any]:
+def request_changes(ctx: Ctx, task_id: str, note: str) -> RequestChangesResult:
     n = _note(note, "changes_requested")
     with store.transaction(ctx.lay) as state:
         task = get_task(state, task_id)
@@ -42,10 +45,10 @@ def request_changes(ctx: Ctx, task_id: str, note: str) -> dict[str, Any]:
         task.updated_at = n.at
     for e in inbox.find_task_reports(ctx.lay.inbox, task_id):
         inbox.archive(e)
-    return {"task": task.public(), "note": note}
+    return {"task": cast("TaskDoc", task.public()), "note": note}
 
 
-def defer(ctx: Ctx, task_id: str) -> dict[str, Any]:
+def defer(ctx: Ctx, task_id: str) -> DeferResult:
     with store.transaction(ctx.lay) as state:
         task = get_task(state, task_id)
         if not task.active:
@@ -54,7 +57,7 @@ def defer(ctx: Ctx, task_id: str) -> dict[str, Any]:
         task.batch = state.batch + 1
         task.claim = None
         task.updated_at = store.now()
-    return {"task": task.public()}
+    return {"task": cast("TaskDoc", task.public())}
 
 
 def discard_entries(ctx: Ctx, tv: TreeView, task_id: str,
@@ -78,7 +81,7 @@ def discard_entries(ctx: Ctx, tv: TreeView, task_id: str,
     return entries
 
 
-def reject(ctx: Ctx, task_id: str, note: str, discard: bool) -> dict[str, Any]:
+def reject(ctx: Ctx, task_id: str, note: str, discard: bool) -> RejectResult:
     n = _note(note, "rejected")
     with store.locked(ctx.lay, name="commit"), store.locked(ctx.lay):
         state = store.load(ctx.lay)
@@ -118,4 +121,4 @@ def reject(ctx: Ctx, task_id: str, note: str, discard: bool) -> dict[str, Any]:
     for e in inbox.find_task_reports(ctx.lay.inbox, task_id):
         inbox.archive(e)
     recovery.forget(ctx.repo, task_id)
-    return {"task": task.public(), "discarded": discarded}
+    return {"task": cast("TaskDoc", task.public()), "discarded": discarded}

@@ -7,7 +7,7 @@ it back, touching nothing else.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hunkwise.shared import git, recovery, store
 from hunkwise.shared.context import Ctx, get_task
@@ -15,8 +15,11 @@ from hunkwise.shared.errors import StateRefused, UsageError
 from hunkwise.shared.handover import put_back
 from hunkwise.shared.models import TaskState
 
+if TYPE_CHECKING:
+    from hunkwise.shared.results import LostWork, RestoreResult
 
-def lost_tasks(ctx: Ctx, tasks: list[Any], tv: Any) -> list[dict[str, Any]]:
+
+def lost_tasks(ctx: Ctx, tasks: list[Any], tv: Any) -> list[LostWork]:
     """Active tasks whose recorded changes (reported or not) are partly gone from the tree.
 
     `coord status` calls this with its tree view, so it also records the in-progress
@@ -30,7 +33,7 @@ def lost_tasks(ctx: Ctx, tasks: list[Any], tv: Any) -> list[dict[str, Any]]:
         losses = recovery.record_wip(ctx, state, tv, running) if running else {}
     except CoordError:
         running, losses = [], {}  # the lock is busy: only list, record next time
-    lost = []
+    lost: list[LostWork] = []
     for t in sorted(tasks, key=lambda t: t.id):
         if not t.active or t.saved is None:
             continue
@@ -41,12 +44,12 @@ def lost_tasks(ctx: Ctx, tasks: list[Any], tv: Any) -> list[dict[str, Any]]:
     return lost
 
 
-def restore(ctx: Ctx, task_id: str) -> dict[str, Any]:
+def restore(ctx: Ctx, task_id: str) -> RestoreResult:
     with store.locked(ctx.lay, name="commit"):
         return _restore(ctx, task_id)
 
 
-def _restore(ctx: Ctx, task_id: str) -> dict[str, Any]:
+def _restore(ctx: Ctx, task_id: str) -> RestoreResult:
     """Put back what is gone of the task's recorded revision, touching nothing else.
 
     Only the revision the state recorded for the task (its report's, or the snapshot a

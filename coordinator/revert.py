@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from hunkwise.coordinator.accept import reset_index_paths, settle_journal
 from hunkwise.shared import diff, git, store
@@ -12,14 +12,17 @@ from hunkwise.shared.models import Note, Task, TaskState
 from hunkwise.shared.tree import sync_ranges
 from hunkwise.shared.worktree import current_oids, write_entries
 
+if TYPE_CHECKING:
+    from hunkwise.shared.results import RevertResult
 
-def revert(ctx: Ctx, task_id: str) -> dict[str, Any]:
+
+def revert(ctx: Ctx, task_id: str) -> RevertResult:
     with store.locked(ctx.lay, name="commit"):
         settle_journal(ctx)  # a crashed accept first: its task may be the one reverted
         return _revert(ctx, task_id)
 
 
-def _revert(ctx: Ctx, task_id: str) -> dict[str, Any]:
+def _revert(ctx: Ctx, task_id: str) -> RevertResult:
     with store.locked(ctx.lay):
         state = store.load(ctx.lay)
         # An earlier batch's task was moved to the archive at thaw: bring it back.

@@ -10,7 +10,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from hunkwise import inbox
 from hunkwise.shared import git, store
@@ -29,6 +29,18 @@ from hunkwise.shared.tree import (
     task_entries,
     view,
 )
+
+if TYPE_CHECKING:
+    from hunkwise.shared.results import (
+        FindingDoc,
+        InboxResult,
+        InboxRow,
+        NextResult,
+        ReportDoc,
+        ReviewResult,
+        TaskDoc,
+        Validation,
+    )
 
 
 class _Cover:
@@ -161,14 +173,14 @@ def assess(repo: Path, tv: TreeView, tasks: dict[str, Task], task: Task,
     return Verdict(findings, tv, sel, warnings)
 
 
-def validation_doc(v: Verdict) -> dict[str, Any]:
-    return {"ok": not v.findings, "findings": [f.public() for f in v.findings],
-            "warnings": [f.public() for f in v.warnings]}
+def validation_doc(v: Verdict) -> Validation:
+    return {"ok": not v.findings, "findings": [cast("FindingDoc", f.public()) for f in v.findings],
+            "warnings": [cast("FindingDoc", f.public()) for f in v.warnings]}
 
 
-def report_summary(report: Report, age_s: float | None = None) -> dict[str, Any]:
+def report_summary(report: Report, age_s: float | None = None) -> InboxRow:
     passed = sum(1 for c in report.checks if c.passed)
-    row: dict[str, Any] = {
+    row: InboxRow = {
         "task_id": report.task_id, "kind": "verdict" if report.kind == "review" else "report",
         "status": report.verdict or report.status if report.kind == "review" else report.status,
         "role": report.role, "title": report.title,
@@ -292,14 +304,14 @@ def pending(ctx: Ctx) -> list[tuple[inbox.Entry, Report]]:
     return out
 
 
-def list_inbox(ctx: Ctx) -> dict[str, Any]:
+def list_inbox(ctx: Ctx) -> InboxResult:
     # Maildir's rule: what a killed writer left in tmp/ goes after 36 hours.
     inbox.sweep_tmp(ctx.lay.inbox)
     now = time.time()
     return {"reports": [report_summary(r, now - e.time_ns / 1e9) for e, r in pending(ctx)]}
 
 
-def next_report(ctx: Ctx) -> dict[str, Any]:
+def next_report(ctx: Ctx) -> NextResult:
     """The safe checkpoint: take the oldest pending report, validate it, archive it.
 
     A report is served once: it is taken out of `new/` (a rename, which only one of two
@@ -350,9 +362,9 @@ def next_report(ctx: Ctx) -> dict[str, Any]:
             t = st.tasks.get(task.id)
             if t is not None:
                 t.served_revision = max(t.served_revision, min(report.revision, _limit(t)))
-        return {"next": {"report": report.model_dump(mode="json"),
+        return {"next": {"report": cast("ReportDoc", report.model_dump(mode="json")),
                          "validation": validation_doc(verdict),
-                         "task": task.public(), "audit": dict(task.audit)},
+                         "task": cast("TaskDoc", task.public()), "audit": dict(task.audit)},
                 "pending": max(0, len(entries) - 1)}
 
 
@@ -375,12 +387,10 @@ def newest_report(ctx: Ctx, task_id: str, found: list[inbox.Entry] | None = None
     raise UsageError(f"task {task_id} has no readable report in the inbox")
 
 
-def review(ctx: Ctx, task_id: str) -> dict[str, Any]:
+def review(ctx: Ctx, task_id: str) -> ReviewResult:
     state = store.load(ctx.lay)
     sync_ranges(ctx.repo, state)  # in memory only: reading never writes the state
     task = get_task(state, task_id)
     _e, report = newest_report(ctx, task_id, task=task)
-    doc = validation_doc(validate(ctx, state, task, report))
-    doc["task"] = task_id
-    doc["revision"] = report.revision
-    return doc
+    return {**validation_doc(validate(ctx, state, task, report)), "task": task_id,
+            "revision": report.revision}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from hunkwise.shared import store
 from hunkwise.shared.context import Ctx, env_session, get_task, iso, machine_name, session_role
@@ -17,6 +17,17 @@ from hunkwise.shared.signals import close as close_signal
 from hunkwise.shared.signals import save_handoff, send
 from hunkwise.shared.tree import active_tasks, view
 
+if TYPE_CHECKING:
+    from hunkwise.shared.results import (
+        AuditResult,
+        CheckpointDoc,
+        CoordSignalsResult,
+        IndexResult,
+        RecoverResult,
+        SignalDoc,
+        TaskDoc,
+    )
+
 COORDINATOR = "coordinator"
 
 
@@ -25,7 +36,7 @@ def coordinator_session() -> str:
     return env_session() or f"{COORDINATOR}@{machine_name()}"
 
 
-def recover(ctx: Ctx, task_id: str, note: str) -> dict[str, Any]:
+def recover(ctx: Ctx, task_id: str, note: str) -> RecoverResult:
     state = store.load(ctx.lay)
     task = get_task(state, task_id)
     tv = view(ctx.repo, active_tasks(state))
@@ -39,7 +50,7 @@ def recover(ctx: Ctx, task_id: str, note: str) -> dict[str, Any]:
             task.reserved_for = None
             send(state, sender=coordinator_session(), to="*", kind=SignalType.HANDOFF, about=task_id,
                  payload=f"handoff to {was} released by the coordinator" + (f": {note}" if note else ""))
-            return {"task": task.public(), "handoff": None, "stale_session": None,
+            return {"task": cast("TaskDoc", task.public()), "handoff": None, "stale_session": None,
                     "released_reservation": was}
         if task.state != TaskState.IN_PROGRESS or c is None:
             raise StateRefused(f"{task_id} is {task.state} with no claim to recover")
@@ -62,7 +73,8 @@ def recover(ctx: Ctx, task_id: str, note: str) -> dict[str, Any]:
         # (reviewers and other roles have nothing to resume).
         send(state, sender=coordinator_session(), to=f"{session_role(c.session)}@*", kind=SignalType.HANDOFF,
              about=task_id, payload=f"recovered from stale {c.session}: " + cp.next)
-    return {"task": task.public(), "handoff": cp.model_dump(), "stale_session": c.session}
+    return {"task": cast("TaskDoc", task.public()), "handoff": cast("CheckpointDoc", cp.model_dump()),
+            "stale_session": c.session}
 
 
 def _for_coordinator(sig: Any) -> bool:
@@ -75,12 +87,13 @@ def _for_coordinator(sig: Any) -> bool:
     return to.partition("@")[0] in (COORDINATOR, "coord")
 
 
-def signals(ctx: Ctx, *, pending_only: bool, ack: list[str] | None = None) -> dict[str, Any]:
+def signals(ctx: Ctx, *, pending_only: bool, ack: list[str] | None = None) -> CoordSignalsResult:
     """List signals; with `ack`, acknowledge (close) the given ids addressed to the
     coordinator, or every pending one with "all"."""
     if not ack:
         state = store.load(ctx.lay)
-        rows = [s.public() for s in state.signals if not pending_only or s.state == "pending"]
+        rows = [cast("SignalDoc", s.public()) for s in state.signals
+                if not pending_only or s.state == "pending"]
         return {"signals": rows}
     every = any(a in ("all", "--all") for a in ack)
     me = coordinator_session()
@@ -101,11 +114,12 @@ def signals(ctx: Ctx, *, pending_only: bool, ack: list[str] | None = None) -> di
             if wanted and (sig.state == "pending" or me not in sig.acked_by):
                 close_signal(sig, me)  # the coordinator's acknowledgement closes it
                 acked.append(sig.id)
-        rows = [s.public() for s in state.signals if not pending_only or s.state == "pending"]
+        rows = [cast("SignalDoc", s.public()) for s in state.signals
+                if not pending_only or s.state == "pending"]
     return {"signals": rows, "acked": acked}
 
 
-def audit(ctx: Ctx, task_id: str, roles: list[str]) -> dict[str, Any]:
+def audit(ctx: Ctx, task_id: str, roles: list[str]) -> AuditResult:
     """Ask each role (`review`: any session of it) or one session (`sess-...-review@m`:
     that session alone). The READY_FOR_REVIEW signals are the record of whom the audit
     asked: `worker review` takes a verdict only from a started session they reach."""
@@ -124,7 +138,7 @@ def audit(ctx: Ctx, task_id: str, roles: list[str]) -> dict[str, Any]:
             raise UsageError(f"malformed role {r!r}: a role, or a session id for one reviewer")
     if not asked:
         raise UsageError("--roles needs at least one role, e.g. review,security,test")
-    sent = []
+    sent: list[SignalDoc] = []
     with store.transaction(ctx.lay) as state:
         task = get_task(state, task_id)
         if not task.active:
@@ -133,7 +147,7 @@ def audit(ctx: Ctx, task_id: str, roles: list[str]) -> dict[str, Any]:
             task.audit[role] = "pending"
             sig = send(state, sender=coordinator_session(), to=target, kind=SignalType.READY_FOR_REVIEW,
                        about=task_id, payload=f"audit {task_id}: {task.title}")
-            sent.append(sig.public())
+            sent.append(cast("SignalDoc", sig.public()))
     return {"task": task_id, "audit": dict(task.audit), "signals": sent,
             "addressed": {role: [t for r, t in asked if r == role] for role, _ in asked}}
 
@@ -195,7 +209,7 @@ def _machine(who: str) -> str:
 INDEX_FILE = "SESSIONS.md"
 
 
-def index(ctx: Ctx, output: str | None, *, everything: bool = False) -> dict[str, Any]:
+def index(ctx: Ctx, output: str | None, *, everything: bool = False) -> IndexResult:
     """Render the index; `output` "" writes it into the state directory.
 
     A file written inside the working tree is added to `.git/info/exclude`: the view must

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from hunkwise import inbox
 from hunkwise.shared import config, git, store
@@ -14,8 +14,27 @@ from hunkwise.shared.models import Grant, State, Task, TaskState, check_task_id
 from hunkwise.shared.ownership import find_conflicts
 from hunkwise.shared.tree import active_tasks, sync_ranges, view
 
+if TYPE_CHECKING:
+    from hunkwise.shared.results import (
+        AssignResult,
+        BlockedOn,
+        BlockedReport,
+        BriefClaim,
+        BriefDecision,
+        BriefResult,
+        ContestedChange,
+        FreezeDoc,
+        GrantResult,
+        InitResult,
+        StatusResult,
+        StatusTask,
+        TaskDoc,
+        TaskRow,
+        UnownedChange,
+    )
 
-def init(ctx: Ctx) -> dict[str, Any]:
+
+def init(ctx: Ctx) -> InitResult:
     with store.transaction(ctx.lay) as state:
         sync_ranges(ctx.repo, state)
     if not ctx.lay.state_file.exists():
@@ -50,7 +69,7 @@ def _parse_grants(ctx: Ctx, writes: list[str]) -> list[Grant]:
 
 
 def assign(ctx: Ctx, *, task_id: str | None, title: str, expect: str, writes: list[str],
-           checks: list[str], exclusive: bool) -> dict[str, Any]:
+           checks: list[str], exclusive: bool) -> AssignResult:
     if task_id is not None:
         check_task_id(task_id)
     for text, what in ((title, "--title"), (expect, "--expect")):
@@ -87,11 +106,11 @@ def assign(ctx: Ctx, *, task_id: str | None, title: str, expect: str, writes: li
         state.tasks[task_id] = task
         if task_id == f"task-{state.next_task:03d}":
             state.next_task += 1
-    return {"task": task.public(), "held_until_thaw": frozen,
+    return {"task": cast("TaskDoc", task.public()), "held_until_thaw": frozen,
             "warnings": _touching(grants, active_tasks(state), task_id)}
 
 
-def grant(ctx: Ctx, task_id: str, writes: list[str]) -> dict[str, Any]:
+def grant(ctx: Ctx, task_id: str, writes: list[str]) -> GrantResult:
     """Widen an active task's grants, under the same ownership rules as assign.
 
     What already lies in the new grant is not marked inherited: a worker told that its
@@ -115,7 +134,7 @@ def grant(ctx: Ctx, task_id: str, writes: list[str]) -> dict[str, Any]:
         have = {str(g) for g in task.grants}
         task.grants += [g for g in grants if str(g) not in have]
         task.updated_at = store.now()
-    return {"task": task.public(), "warnings": _touching(grants, others, task_id)}
+    return {"task": cast("TaskDoc", task.public()), "warnings": _touching(grants, others, task_id)}
 
 
 def _clash_text(c: Any, exclusive: bool, state: State, serial: list[str]) -> str:
@@ -162,11 +181,9 @@ def is_stale(task: Task, now: float | None = None) -> bool:
     return (now or time.time()) - task.claim.heartbeat > task.claim.ttl
 
 
-def task_row(task: Task, now: float) -> dict[str, Any]:
-    row = task.public()
-    row["stale"] = is_stale(task, now)
-    row["claim_age_s"] = round(now - task.claim.heartbeat, 1) if task.claim else None
-    return row
+def task_row(task: Task, now: float) -> TaskRow:
+    return {**cast("TaskDoc", task.public()), "stale": is_stale(task, now),
+            "claim_age_s": round(now - task.claim.heartbeat, 1) if task.claim else None}
 
 
 def lines_of(h: Any) -> str | None:
@@ -178,7 +195,7 @@ def lines_of(h: Any) -> str | None:
     return f"{h.old_start}-{h.old_start + h.old_lines - 1}"
 
 
-def status(ctx: Ctx, *, everything: bool = False) -> dict[str, Any]:
+def status(ctx: Ctx, *, everything: bool = False) -> StatusResult:
     """Active tasks and this batch's finished ones (`everything`: every task ever).
 
     Reads only: ranges are re-mapped to HEAD in memory, the state is not written, with one
@@ -196,12 +213,13 @@ def status(ctx: Ctx, *, everything: bool = False) -> dict[str, Any]:
     tv = view(ctx.repo, active_tasks(state))
     pending, _odd = inbox.entries(ctx.lay.inbox, "new")
     staged = git.index_dirty(ctx.repo)
-    unowned = [{"path": ch.path, "kind": ch.kind, "lines": lines_of(h)}
-               for ch, h in tv.attribution.unowned]
-    conflicts = [{"path": ch.path, "tasks": tids, "lines": lines_of(h)}
-                 for ch, h, tids in tv.attribution.conflicts]
-    ambiguous = [{"path": a.change.path, "tasks": a.tasks, "lines": lines_of(a.hunk)}
-                 for a in tv.attribution.ambiguous]
+    unowned: list[UnownedChange] = [{"path": ch.path, "kind": ch.kind, "lines": lines_of(h)}
+                                    for ch, h in tv.attribution.unowned]
+    conflicts: list[ContestedChange] = [{"path": ch.path, "tasks": tids, "lines": lines_of(h)}
+                                        for ch, h, tids in tv.attribution.conflicts]
+    ambiguous: list[ContestedChange] = [
+        {"path": a.change.path, "tasks": a.tasks, "lines": lines_of(a.hunk)}
+        for a in tv.attribution.ambiguous]
     shown = [t for t in state.tasks.values()
              if everything or t.active or t.batch >= state.batch]
     if everything:
@@ -209,20 +227,22 @@ def status(ctx: Ctx, *, everything: bool = False) -> dict[str, Any]:
         have = {t.id for t in shown}
         old = {d["id"]: d for d in store.archived(ctx.lay, "task") if d.get("id") not in have}
         shown += [Task.model_validate(d) for d in old.values()]
-    rows = []
+    rows: list[StatusTask] = []
     from hunkwise.shared.context import machine_name
     from hunkwise.shared.records import machine_of, mirror
 
     mirrored, me = mirror(ctx)["tasks"], machine_name()
     for t in sorted(shown, key=lambda t: (not t.active, t.id)):
         row = task_row(t, now)
-        # Whose claim (or last session) on which machine; which machine coordinates it.
-        row["machine"] = machine_of(t.claim.session if t.claim else t.session)
-        row["coordinator"] = mirrored.get(t.id, me)
-        # Finished but never reported: a stale claim whose changes sit in the tree.
-        row["unreported_changes"] = bool(row["stale"] and t.state == TaskState.IN_PROGRESS
-                                         and tv.task_changes(t.id))
-        rows.append(row)
+        rows.append({
+            **row,
+            # Whose claim (or last session) on which machine; which machine coordinates it.
+            "machine": machine_of(t.claim.session if t.claim else t.session),
+            "coordinator": mirrored.get(t.id, me),
+            # Finished but never reported: a stale claim whose changes sit in the tree.
+            "unreported_changes": bool(row["stale"] and t.state == TaskState.IN_PROGRESS
+                                       and tv.task_changes(t.id)),
+        })
     from hunkwise.coordinator.restore import lost_tasks
     from hunkwise.coordinator.watch import recent_events
 
@@ -233,7 +253,7 @@ def status(ctx: Ctx, *, everything: bool = False) -> dict[str, Any]:
         "interventions": state.interventions.get(str(state.batch), 0),
         "decisions_open": sum(1 for d in state.decisions if d.state == "open"),
         "signals_pending": sum(1 for s in state.signals if s.state == "pending"),
-        "freeze": state.freeze.model_dump() if state.freeze else None,
+        "freeze": cast("FreezeDoc", state.freeze.model_dump()) if state.freeze else None,
         "batch": state.batch,
         "inbox": {"pending": len(pending)},
         "unowned": unowned,
@@ -248,7 +268,7 @@ def status(ctx: Ctx, *, everything: bool = False) -> dict[str, Any]:
     }
 
 
-def brief(ctx: Ctx, *, width: int = 100, most: int = 8) -> dict[str, Any]:
+def brief(ctx: Ctx, *, width: int = 100, most: int = 8) -> BriefResult:
     """A few lines for a phone: open claims and what waits for the supervisor.
 
     Reads the state, the inbox listing and the newest verify record; never the tree, so it
@@ -259,21 +279,23 @@ def brief(ctx: Ctx, *, width: int = 100, most: int = 8) -> dict[str, Any]:
 
     state = store.load(ctx.lay)
     now = time.time()
-    claims: list[dict[str, Any]] = []
+    claims: list[BriefClaim] = []
     for t in sorted(state.tasks.values(), key=lambda t: t.id):
         if t.claim is not None:
             age = now - t.claim.heartbeat
             claims.append({"task": t.id, "session": t.claim.session, "age_s": round(age),
                            "machine": t.claim.session.rpartition("@")[2],
                            "stale": is_stale(t, now), "state": str(t.state)})
-    decisions = [{"id": d.id, "task": d.task, "kind": d.kind, "question": d.question}
-                 for d in state.decisions if d.state == "open"]
-    blocked_on = [{"id": s.id, "from": s.sender, "about": s.about, "payload": s.payload}
-                  for s in state.signals
-                  if s.type == "BLOCKED_ON" and s.state == "pending" and for_coordinator(s.to)]
+    decisions: list[BriefDecision] = [
+        {"id": d.id, "task": d.task, "kind": d.kind, "question": d.question}
+        for d in state.decisions if d.state == "open"]
+    blocked_on: list[BlockedOn] = [
+        {"id": s.id, "from": s.sender, "about": s.about, "payload": s.payload}
+        for s in state.signals
+        if s.type == "BLOCKED_ON" and s.state == "pending" and for_coordinator(s.to)]
     pending, _odd = inbox.entries(ctx.lay.inbox, "new")
     waiting_reports = sorted({e.task_id for e in pending if e.task_id})
-    blocked = []
+    blocked: list[BlockedReport] = []
     for e in pending[:50]:  # a blocked worker waits for the supervisor too
         try:
             doc = store.strict_json_loads(e.path.read_bytes())
@@ -311,4 +333,5 @@ def brief(ctx: Ctx, *, width: int = 100, most: int = 8) -> dict[str, Any]:
         shown.append(f"(+{len(lines) - most} more: coord status)")
     return {"brief": "\n".join(shown), "claims": claims, "decisions": decisions,
             "blocked_on": blocked_on, "reports_waiting": waiting_reports, "blocked": blocked,
-            "freeze": state.freeze.model_dump() if state.freeze else None, "verify": verify}
+            "freeze": cast("FreezeDoc", state.freeze.model_dump()) if state.freeze else None,
+            "verify": verify}

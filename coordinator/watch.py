@@ -19,13 +19,16 @@ import os
 import queue
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from hunkwise import inbox
 from hunkwise.shared import git, store
 from hunkwise.shared.context import Ctx, iso
 from hunkwise.shared.output import one_line
 from hunkwise.shared.ownership import glob_matches
+
+if TYPE_CHECKING:
+    from hunkwise.shared.results import ReportArrival, WatchEvent, WatchResult
 
 EVENTS = "events.jsonl"
 SEEN = "watch-seen.json"
@@ -35,8 +38,8 @@ DEDUPE_S = 2.0
 LOST_EVERY_S = 30.0
 
 
-def record_event(lay: store.Layout, kind: str, path: str, detail: str = "") -> dict[str, Any]:
-    ev = {"at": iso(time.time()), "kind": kind, "path": path, "detail": detail}
+def record_event(lay: store.Layout, kind: str, path: str, detail: str = "") -> WatchEvent:
+    ev: WatchEvent = {"at": iso(time.time()), "kind": kind, "path": path, "detail": detail}
     line = (json.dumps(ev) + "\n").encode()
     store.ensure(lay)
     # One O_APPEND write per event: concurrent writers never interleave within a line.
@@ -48,7 +51,7 @@ def record_event(lay: store.Layout, kind: str, path: str, detail: str = "") -> d
     return ev
 
 
-def recent_events(lay: store.Layout, n: int = MAX_EVENTS_SHOWN) -> list[dict[str, Any]]:
+def recent_events(lay: store.Layout, n: int = MAX_EVENTS_SHOWN) -> list[WatchEvent]:
     try:
         with open(lay.root / EVENTS, "rb") as f:
             f.seek(0, os.SEEK_END)
@@ -57,14 +60,14 @@ def recent_events(lay: store.Layout, n: int = MAX_EVENTS_SHOWN) -> list[dict[str
             lines = f.read().split(b"\n")
     except FileNotFoundError:
         return []
-    out = []
+    out: list[WatchEvent] = []
     for raw in lines[-(n + 1):]:
         try:
             ev = json.loads(raw)
         except ValueError:
             continue
         if isinstance(ev, dict):
-            out.append(ev)
+            out.append(cast("WatchEvent", ev))  # a line record_event wrote
     return out[-n:]
 
 
@@ -85,8 +88,8 @@ class Watcher:
         self.ctx = ctx
         self.lay = ctx.lay
         self.seen = _load_seen(self.lay)
-        self.notified: list[dict[str, Any]] = []
-        self.events: list[dict[str, Any]] = []
+        self.notified: list[ReportArrival] = []
+        self.events: list[WatchEvent] = []
         self.out = out or sys.stderr
         self.hints: queue.Queue[tuple[str, str]] = queue.Queue()
         self.git_dir = str(git.common_dir(ctx.repo).resolve())
@@ -116,6 +119,7 @@ class Watcher:
         fresh = [e for e in self._stable_listing() if e.name not in self.seen]
         for e in fresh:
             self.seen.add(e.name)
+            summary: ReportArrival
             try:
                 report = inbox.read_report(e.path)
                 summary = {"task_id": report.task_id, "status": report.status,
@@ -132,7 +136,7 @@ class Watcher:
         if fresh:
             _save_seen(self.lay, self.seen)
 
-    def _notify(self, summary: dict[str, Any]) -> None:
+    def _notify(self, summary: ReportArrival) -> None:
         from hunkwise.coordinator.notify import report_event
 
         self.notified.append(summary)
@@ -284,7 +288,7 @@ class Watcher:
             observer.join(timeout=5)
 
 
-def watch(ctx: Ctx, *, timeout: float | None, interval: float) -> dict[str, Any]:
+def watch(ctx: Ctx, *, timeout: float | None, interval: float) -> WatchResult:
     w = Watcher(ctx)
     w.run(timeout, interval)
     return {"notified": w.notified, "events": w.events,

@@ -10,7 +10,7 @@ old and new path). Reads only: the state is not saved, the tree and index untouc
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING
 
 from hunkwise.shared import git, store
 from hunkwise.shared.context import Ctx, get_task
@@ -18,10 +18,13 @@ from hunkwise.shared.errors import UsageError
 from hunkwise.shared.models import report_path
 from hunkwise.shared.tree import active_tasks, claims_of, select, sync_ranges, view
 
+if TYPE_CHECKING:
+    from hunkwise.shared.results import DiffFile, DiffResult
+
 SHOW = ("--no-ext-diff", "--no-textconv", "--no-color", "-M", "--full-index")
 
 
-def task_diff(ctx: Ctx, task_id: str, *, stat: bool = False) -> dict[str, Any]:
+def task_diff(ctx: Ctx, task_id: str, *, stat: bool = False) -> DiffResult:
     from hunkwise.shared.commitplan import plan_commit
 
     state = store.load(ctx.lay)
@@ -33,14 +36,14 @@ def task_diff(ctx: Ctx, task_id: str, *, stat: bool = False) -> dict[str, Any]:
     tv = view(ctx.repo, active_tasks(state))
     # Before any report, show what its report would claim; after, what it did claim.
     sel = select(tv, task, claims_of(task) if task.claimed or task.revision else None)
-    doc: dict[str, Any] = {"task": task_id, "base": tv.snap.head, "files": [], "patch": ""}
+    doc: DiffResult = {"task": task_id, "base": tv.snap.head, "files": [], "patch": ""}
     if not sel.changes:
         return doc
     plan = plan_commit(ctx, tv, task_id, sel.changes)
     return _shown(ctx, doc, tv.snap.head_tree, plan.tree, stat)
 
 
-def _shown(ctx: Ctx, doc: dict[str, Any], base: str, tree: str, stat: bool) -> dict[str, Any]:
+def _shown(ctx: Ctx, doc: DiffResult, base: str, tree: str, stat: bool) -> DiffResult:
     """Fill `doc` with git's own view of base -> tree: per-file counts, and the patch or
     the stat."""
     numstat = git.run(ctx.repo, "diff-tree", "-r", "-z", "--numstat", *SHOW, base, tree)
@@ -55,9 +58,9 @@ def _shown(ctx: Ctx, doc: dict[str, Any], base: str, tree: str, stat: bool) -> d
     return doc
 
 
-def _numstat(out: bytes) -> list[dict[str, Any]]:
+def _numstat(out: bytes) -> list[DiffFile]:
     """`--numstat -z`: "A\\tR\\tPATH\\0", or "A\\tR\\t\\0OLD\\0NEW\\0" for a rename."""
-    files: list[dict[str, Any]] = []
+    files: list[DiffFile] = []
     fields = out.split(b"\0")
     i = 0
     while i < len(fields):
@@ -66,14 +69,16 @@ def _numstat(out: bytes) -> list[dict[str, Any]]:
             i += 1
             continue
         added, removed, path = head.split(b"\t", 2)
-        row: dict[str, Any] = {"added": None if added == b"-" else int(added),
-                               "removed": None if removed == b"-" else int(removed)}
+        n_added = None if added == b"-" else int(added)
+        n_removed = None if removed == b"-" else int(removed)
+        row: DiffFile
         if path:
-            row["path"] = report_path(os.fsdecode(path))
+            row = {"added": n_added, "removed": n_removed, "path": report_path(os.fsdecode(path))}
             i += 1
         else:
-            row["old_path"] = report_path(os.fsdecode(fields[i + 1]))
-            row["path"] = report_path(os.fsdecode(fields[i + 2]))
+            row = {"added": n_added, "removed": n_removed,
+                   "old_path": report_path(os.fsdecode(fields[i + 1])),
+                   "path": report_path(os.fsdecode(fields[i + 2]))}
             i += 3
         files.append(row)
     return files
@@ -81,7 +86,7 @@ def _numstat(out: bytes) -> list[dict[str, Any]]:
 
 # ---- from a report's snapshot: review on another machine ------------------------------------
 
-def snapshot_diff(ctx: Ctx, task_id: str, *, stat: bool = False) -> dict[str, Any]:
+def snapshot_diff(ctx: Ctx, task_id: str, *, stat: bool = False) -> DiffResult:
     """The patch of the task's newest report, computed from the report's own snapshot and
     base (pushed with it by `sync`) rather than the working tree, which on another machine
     does not hold the task's edits. Reads only: the tree, index and state are untouched.
@@ -116,8 +121,8 @@ def snapshot_diff(ctx: Ctx, task_id: str, *, stat: bool = False) -> dict[str, An
     tv = TreeView(snap, changes, attribute(changes, tasks, old_texts), old_texts)
     claims = {(e.path, h.sha256) for e in report.changes for h in e.hunks}
     sel = select(tv, task, claims)
-    doc: dict[str, Any] = {"task": task_id, "base": report.base_commit, "files": [], "patch": "",
-                           "from_snapshot": {"snapshot": snap_tree, "revision": report.revision,
+    doc: DiffResult = {"task": task_id, "base": report.base_commit, "files": [], "patch": "",
+                       "from_snapshot": {"snapshot": snap_tree, "revision": report.revision,
                                              "machine": origin, "session": report.session}}
     if not sel.changes:
         return doc

@@ -5,13 +5,19 @@ from __future__ import annotations
 import json
 import sys
 import unicodedata
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .errors import CoordError
 
+if TYPE_CHECKING:
+    from .results import ErrorBody
 
-def emit(doc: dict[str, Any], as_json: bool, human: Callable[[dict[str, Any]], str]) -> None:
+# A command's document (shared/results.py): its human renderer takes exactly that type.
+Doc = TypeVar("Doc", bound=Mapping[str, Any])
+
+
+def emit(doc: Doc, as_json: bool, human: Callable[[Doc], str]) -> None:
     for w in doc.get("warnings") or []:
         sys.stderr.write(f"warning: {w}\n")
     if as_json:
@@ -31,7 +37,7 @@ def fail(err: CoordError | Exception, as_json: bool, prog: str) -> int:
     message = " ".join(message.split("\n"))
     details = getattr(err, "details", "") or ""
     if as_json:
-        doc: dict[str, Any] = {"code": code, "message": message}
+        doc: ErrorBody = {"code": code, "message": message}
         if details:
             doc["details"] = details
         sys.stdout.write(json.dumps({"error": doc}) + "\n")

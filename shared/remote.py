@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import git, store
 from .context import Ctx, machine_name, session_role
@@ -49,6 +49,9 @@ from .records import (
 )
 from .signals import addressed_to, close_about
 
+if TYPE_CHECKING:
+    from .results import AppliedDoc, QuarantinedRecord
+
 _SIG_ID_RE = re.compile(r"^sig-\d{8}-\d{3,9}@(?P<m>[A-Za-z0-9_-]{1,64})$")
 _MACHINE_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
@@ -64,9 +67,9 @@ class Applied:
     reports: list[str] = field(default_factory=list)
     claims: list[str] = field(default_factory=list)
     works: list[str] = field(default_factory=list)
-    quarantined: list[dict[str, str]] = field(default_factory=list)
+    quarantined: list[QuarantinedRecord] = field(default_factory=list)
 
-    def public(self) -> dict[str, Any]:
+    def public(self) -> AppliedDoc:
         return {"signals": self.signals, "verdicts": self.verdicts, "tasks": self.tasks,
                 "checkpoints": self.checkpoints, "reports": self.reports,
                 "claims": self.claims, "works": self.works, "quarantined": self.quarantined}

@@ -28,7 +28,7 @@ other machines keep a mirror of its published tasks, replaced at every sync.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import git, store
 from .context import Ctx, machine_name
@@ -52,6 +52,9 @@ from .records import (
     own_ref,
     read_ref,
 )
+
+if TYPE_CHECKING:
+    from .results import SyncResult
 
 # A chain longer than this is compacted: its machine publishes a new root commit holding
 # the current tree under the next generation of its ref, and deletes the old one.
@@ -246,7 +249,7 @@ def fetch(ctx: Ctx, remote: str) -> str | None:
 
 # ---- the commands --------------------------------------------------------------------------
 
-def sync(ctx: Ctx, remote: str | None = None) -> dict[str, Any]:
+def sync(ctx: Ctx, remote: str | None = None) -> SyncResult:
     """`coord sync` / `worker sync`: fetch the others', apply, publish and push our own.
 
     A failed fetch or push is a warning: what was not pushed is pushed by the next sync,
@@ -291,7 +294,7 @@ def warn(lines: list[str]) -> None:
         print(f"warning: {line}", file=sys.stderr)
 
 
-def sync_text(d: dict[str, Any]) -> str:
+def sync_text(d: SyncResult) -> str:
     a = d["applied"]
     got = [f"{len(a[k])} {k}" for k in ("signals", "verdicts", "tasks", "checkpoints",
                                           "claims", "works") if a.get(k)]

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from hunkwise.shared.cli import common, exit_process, run, sync_command, version_option
 from hunkwise.shared.errors import CoordError
 from hunkwise.shared.output import emit
+
+if TYPE_CHECKING:
+    from hunkwise.shared.results import SessionResult
 
 
 def _session_opt(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -35,7 +38,7 @@ def cli() -> None:
     """Work on one task of a shared git working tree; never stage or commit."""
 
 
-def _session_text(d: dict[str, Any]) -> str:
+def _session_text(d: SessionResult) -> str:
     lines = [f"session: {d['session']}", f"export COORD_SESSION={d['session']}"]
     lines += [f"signal {s['id']} {s['type']} from {s['from']} about {s['about']}: {s['payload']}"
               for s in d["signals"]]

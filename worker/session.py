@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from typing import Any, cast
+from typing import TYPE_CHECKING, cast
 
 from hunkwise import inbox
 from hunkwise.shared import git, recovery, store
@@ -52,6 +52,23 @@ from hunkwise.shared.signals import (
 )
 from hunkwise.shared.tree import active_tasks, view
 
+if TYPE_CHECKING:
+    from hunkwise.shared.results import (
+        AskResult,
+        CheckpointDoc,
+        CheckpointResult,
+        DecisionDoc,
+        HandoffResult,
+        HeartbeatResult,
+        Recorded,
+        SessionResult,
+        SignalDoc,
+        SignalResult,
+        TaskDoc,
+        VerdictResult,
+        WorkerSignalsResult,
+    )
+
 
 def _need_session(session: str | None) -> str:
     s = session or env_session()
@@ -61,7 +78,7 @@ def _need_session(session: str | None) -> str:
     return check_session(s)
 
 
-def open_session(ctx: Ctx, *, session: str | None, role: str | None) -> dict[str, Any]:
+def open_session(ctx: Ctx, *, session: str | None, role: str | None) -> SessionResult:
     """`worker start` without a task: start a session (a reviewer's, typically) and show
     the signals waiting for it. A given session id is started as it is."""
     s = session or env_session()
@@ -77,7 +94,7 @@ def open_session(ctx: Ctx, *, session: str | None, role: str | None) -> dict[str
             assert role is not None
             s = new_session(state, role)
         state.sessions[s] = store.now()
-        sigs = [sig.public() for sig in pending_for(state, s)]
+        sigs = [cast("SignalDoc", sig.public()) for sig in pending_for(state, s)]
     return {"task": None, "session": s, "role": session_role(s), "checkpoint": None,
             "signals": sigs, "notes": []}
 
@@ -104,7 +121,7 @@ def touch(state: State, session: str) -> None:
             t.claim = t.claim.model_copy(update={"heartbeat": now})
 
 
-def heartbeat(ctx: Ctx, task_id: str, *, session: str | None) -> dict[str, Any]:
+def heartbeat(ctx: Ctx, task_id: str, *, session: str | None) -> HeartbeatResult:
     with store.transaction(ctx.lay) as state:
         task = get_task(state, task_id)
         # Heartbeats, checkpoints, questions and signals change no code: a freeze allows
@@ -118,7 +135,7 @@ def heartbeat(ctx: Ctx, task_id: str, *, session: str | None) -> dict[str, Any]:
             **_recorded(ctx, [task_id])}
 
 
-def _recorded(ctx: Ctx, task_ids: list[str]) -> dict[str, Any]:
+def _recorded(ctx: Ctx, task_ids: list[str]) -> Recorded:
     """Every worker command records its tasks' unreported work (shared/recovery.py); the
     tasks whose recorded work is gone are named with the way back."""
     from hunkwise.worker.lifecycle import record
@@ -156,7 +173,7 @@ def _where_it_stands(ctx: Ctx, task_id: str, session: str | None,
 
 
 def checkpoint(ctx: Ctx, task_id: str, *, session: str | None, next_step: str,
-               context: str) -> dict[str, Any]:
+               context: str) -> CheckpointResult:
     s, files, commits, saved = _where_it_stands(ctx, task_id, session, next_step)
     with store.transaction(ctx.lay) as state:
         task = get_task(state, task_id)
@@ -168,11 +185,12 @@ def checkpoint(ctx: Ctx, task_id: str, *, session: str | None, next_step: str,
         sig = send(state, sender=s, to=s, kind=SignalType.CHECKPOINT, about=task_id, payload=next_step)
         if task.claim:
             task.claim = task.claim.model_copy(update={"heartbeat": cp.at})
-    return {"checkpoint": cp.model_dump(), "signal": sig.public(), **_recorded(ctx, [task_id])}
+    return {"checkpoint": cast("CheckpointDoc", cp.model_dump()),
+            "signal": cast("SignalDoc", sig.public()), **_recorded(ctx, [task_id])}
 
 
 def handoff(ctx: Ctx, task_id: str, *, session: str | None, to: str, next_step: str,
-            context: str) -> dict[str, Any]:
+            context: str) -> HandoffResult:
     check_target(to)
     s, files, commits, saved = _where_it_stands(ctx, task_id, session, next_step)
     lost = _recorded(ctx, [task_id])  # while still in progress: the handoff releases it
@@ -194,28 +212,30 @@ def handoff(ctx: Ctx, task_id: str, *, session: str | None, to: str, next_step: 
             # Its edits stay in this tree; the report that comes back replaces them.
             task.handover = Handover(machine=away or "*", held=saved)
         task.updated_at = now
-    return {"handoff": cp.model_dump(), "signal": sig.public(), "task": task.public(), **lost}
+    return {"handoff": cast("CheckpointDoc", cp.model_dump()),
+            "signal": cast("SignalDoc", sig.public()), "task": cast("TaskDoc", task.public()),
+            **lost}
 
 
 def signal(ctx: Ctx, *, session: str | None, to: str, kind: str, about: str,
-           payload: str) -> dict[str, Any]:
+           payload: str) -> SignalResult:
     s = _need_session(session)
     t = check_type(kind)
     with store.transaction(ctx.lay) as state:
         touch(state, s)
         sig = send(state, sender=s, to=to, kind=t, about=about, payload=payload)
         held = recovery.held_by(state, s)
-    return {"signal": sig.public(), **_recorded(ctx, held)}
+    return {"signal": cast("SignalDoc", sig.public()), **_recorded(ctx, held)}
 
 
 def signals(ctx: Ctx, *, session: str | None, do_ack: bool,
-            everything: bool = False) -> dict[str, Any]:
+            everything: bool = False) -> WorkerSignalsResult:
     """The session's pending signals; `everything`: its history too (closed, acknowledged,
     archived), oldest first."""
     s = _need_session(session)
     with store.transaction(ctx.lay) as state:
         mine = pending_for(state, s)
-        out = [sig.public() for sig in mine]
+        out = [cast("SignalDoc", sig.public()) for sig in mine]
         if everything:
             out = [_as_seen(sig, s) for sig in state.signals if seen_by(sig, s)]
         if do_ack:
@@ -229,16 +249,16 @@ def signals(ctx: Ctx, *, session: str | None, do_ack: bool,
     return {"session": s, "signals": out, "acked": do_ack, **_recorded(ctx, held)}
 
 
-def _as_seen(sig: Signal, session: str) -> dict[str, Any]:
+def _as_seen(sig: Signal, session: str) -> SignalDoc:
     """A signal as this session sees it: delivered once it acknowledged it."""
-    d = sig.public()
+    d = cast("SignalDoc", sig.public())
     if session in sig.acked_by:
         d["state"] = "delivered"
     return d
 
 
 def review(ctx: Ctx, task_id: str, *, session: str | None, verdict: str, notes: str,
-           role: str | None = None) -> dict[str, Any]:
+           role: str | None = None) -> VerdictResult:
     """An auditor's verdict: a report of its own in the inbox, no tree change, no claim.
 
     Taken only from a started session (`worker start --role R`, or the one this command
@@ -306,7 +326,7 @@ def _may_judge(ctx: Ctx, state: State, task: Task, s: str, role: str) -> None:
                            f"{', '.join(targets)}, not {s}")
 
 
-def ask(ctx: Ctx, task_id: str, *, session: str | None, question: str, kind: str) -> dict[str, Any]:
+def ask(ctx: Ctx, task_id: str, *, session: str | None, question: str, kind: str) -> AskResult:
     s = _need_session(session)
     if not question.strip():
         raise UsageError("--question must ask something")
@@ -320,4 +340,4 @@ def ask(ctx: Ctx, task_id: str, *, session: str | None, question: str, kind: str
         send(state, sender=s, to="supervisor@*", kind=SignalType.DECISION, about=dec.id,
              payload=question)
         held = recovery.held_by(state, s)
-    return {"decision": dec.model_dump(), **_recorded(ctx, held)}
+    return {"decision": cast("DecisionDoc", dec.model_dump()), **_recorded(ctx, held)}
