@@ -35,7 +35,7 @@ class TreeView:
 
 def view(repo: Path, tasks: Sequence[Task], snap: snapshot.Snapshot | None = None) -> TreeView:
     """The working tree's changes attributed to `tasks` (of `snap`, or of a new snapshot)."""
-    snap = snapshot.take(repo) if snap is None else snap
+    snap = snapshot.take(repo, patch=True) if snap is None else snap
     changes = diff.diff_trees(repo, snap.head_tree, snap.tree)
     ranged = {g.path for t in tasks if t.active for g in t.grants if g.kind == "range"}
     todo = [c for c in changes if c.path in ranged and c.splittable and c.hunks]

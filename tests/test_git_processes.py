@@ -1,0 +1,116 @@
+"""The git processes a command starts, counted as bench/startup.py counts them: each command
+runs as a real process under GIT_TRACE2_PERF, and every git it starts itself is listed.
+
+A process whose answer is known is not started (shared/STYLE.md, "Processes"); these tests
+hold the counts of the hot commands where the code has them, and check that what replaced
+a process gives the same answer.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+from hunkwise.shared import diff, snapshot
+
+from tests.conftest import Result, git, numbered, run_cli, set_line, write
+
+MakeRepo = Callable[..., Path]
+Cli = Callable[..., Result]
+
+
+def ok(r: Result) -> dict:
+    assert r.code == 0, f"exit {r.code}\nstdout: {r.stdout}\nstderr: {r.stderr}"
+    return r.doc
+
+
+class Traced:
+    """Runs commands as processes and lists the git commands each one started."""
+
+    def __init__(self, where: Path) -> None:
+        self.where = where
+        self.n = 0
+
+    def __call__(self, tool: str, repo: Path, *args: str) -> list[str]:
+        self.n += 1
+        trace = self.where / f"trace-{self.n}"
+        ok(run_cli(tool, repo, *args, process=True, env={"GIT_TRACE2_PERF": str(trace)}))
+        started = []
+        for line in trace.read_text(errors="replace").splitlines() if trace.exists() else []:
+            p = [x.strip() for x in line.split("|")]
+            if len(p) >= 9 and p[1] == "d0" and p[3] == "start":
+                started.append(re.sub(r"^git (-c \S+ )*", "", p[8]))
+        return started
+
+
+def traced(tmp_path: Path) -> Traced:
+    where = tmp_path / "traces"
+    where.mkdir()
+    return Traced(where)
+
+
+def named(started: list[str], sub: str) -> list[str]:
+    return [s for s in started if s.split(" ")[0] == sub]
+
+
+def two_tasks(make_repo: MakeRepo, coord: Cli, worker: Cli) -> Path:
+    repo = make_repo({"a.txt": numbered(9), "b.txt": numbered(9)})
+    for tid, path in (("A", "a.txt"), ("B", "b.txt")):
+        ok(coord(repo, "assign", tid, "--title", tid, "--expect", "e", "--write", path))
+        ok(worker(repo, "start", tid))
+    return repo
+
+
+# ---- the snapshot's diff ------------------------------------------------------------------
+
+def test_the_snapshot_diff_and_its_patch_are_one_git_process(make_repo: MakeRepo, coord: Cli,
+                                                             worker: Cli, tmp_path: Path) -> None:
+    repo = two_tasks(make_repo, coord, worker)
+    set_line(repo, "a.txt", 2, "A's line")
+    set_line(repo, "b.txt", 5, "B's line")
+    run = traced(tmp_path)
+    for tool, args in (("coord", ("status",)), ("worker", ("done", "A"))):
+        diffs = named(run(tool, repo, *args), "diff-tree")
+        assert len(diffs) == 1 and " --raw -p " in diffs[0], diffs
+
+
+def test_a_clean_tree_is_not_diffed(make_repo: MakeRepo, coord: Cli, worker: Cli,
+                                    tmp_path: Path) -> None:
+    repo = two_tasks(make_repo, coord, worker)
+    assert named(traced(tmp_path)("coord", repo, "status"), "diff-tree") == []
+
+
+def test_the_patch_read_with_the_raw_diff_is_the_patch_read_alone(make_repo: MakeRepo) -> None:
+    """Odd names, binary content, modes, symlinks, deletions, additions, a type change: the
+    hunks parsed from `diff-tree --raw -p` are those of a diff-tree that prints only them."""
+    odd = ["plain.txt", "tab\there", "new\nline", 'quo"te', "back\\slash", "sp ace ", "é.txt",
+           "sub/dir/x.txt", ":colon"]
+    files: dict[str, str | bytes] = {n: "a\nb\nc\n" for n in odd}
+    files.update({"mode.sh": "x\n", "gone.txt": "g\n", "type": "t\n", "bin.dat": b"\0\1\2"})
+    repo = make_repo(files)
+    os.symlink("plain.txt", repo / "link")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "more")
+    for n in odd:
+        write(repo, n, "a\nB\nc\nd")
+    write(repo, os.fsdecode(b"\xff\xfe.bin"), b"y\n")
+    (repo / "mode.sh").chmod(0o755)
+    (repo / "gone.txt").unlink()
+    (repo / "link").unlink()
+    os.symlink("elsewhere", repo / "link")
+    (repo / "type").unlink()
+    os.symlink("plain.txt", repo / "type")
+    write(repo, "bin.dat", b"\0\1\3")
+    write(repo, "added.txt", "new\n")
+
+    snap = snapshot.take(repo, patch=True)  # reads the raw diff and the patch together
+    together = diff.diff_trees(repo, snap.head_tree, snap.tree)
+    some = diff.diff_trees(repo, snap.head_tree, snap.tree, ["sub", "tab\there"])
+    diff._RAW_DIFFS.clear()
+    diff._PATCHES.clear()
+    alone = diff.diff_trees(repo, snap.head_tree, snap.tree)
+    assert together == alone
+    assert len(alone) == len(odd) + 7 and sum(len(c.hunks) for c in alone) > len(odd)
+    assert some == [c for c in alone if c.path in ("sub/dir/x.txt", "tab\there")]
