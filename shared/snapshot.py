@@ -110,6 +110,7 @@ def _reread_agrees(repo: Path, base: str, tree: str, patch: bool = False) -> boo
 
     changes = parse_raw((raw_and_patch if patch else raw_diff)(repo, base, tree))
     full = {c.path: os.path.join(repo, c.path) for c in changes}
+    fmt = git.object_format(repo)
     since = time.monotonic()
     before = {p: _stat_key(f) for p, f in full.items()}
     hashed: list[FileChange] = []
@@ -119,11 +120,19 @@ def _reread_agrees(repo: Path, base: str, tree: str, patch: bool = False) -> boo
             if st is not None and not stat.S_ISDIR(st[1]):
                 return False  # back again: the deletion was read mid-replacement
         elif c.new_mode in REGULAR_MODES:
+            if st is None or not stat.S_ISREG(st[1]):
+                return False
+            found = _blob_id(full[c.path], fmt)
+            if found is None:
+                return False  # changed or gone while being read
+            if found == c.new_oid:
+                continue  # the file holds exactly the blob's bytes
+            # Filters (eol conversion, a clean filter) make the blob differ from the bytes
+            # on disk: git hashes such a file as `add` did.
             if "\n" in c.path or c.path.startswith('"'):
                 continue  # not expressible to --stdin-paths; the stat check still holds
             hashed.append(c)
         elif c.new_mode == "120000":
-            fmt = git.object_format(repo)
             target = os.fsencode(os.readlink(full[c.path])) if st is not None else None
             if target is None or hashlib.new(fmt, b"blob %d\0" % len(target) + target
                                              ).hexdigest() != c.new_oid:
@@ -137,6 +146,27 @@ def _reread_agrees(repo: Path, base: str, tree: str, patch: bool = False) -> boo
     # stat data must hold for longer than such a gap, not just for one quick hash.
     time.sleep(max(0.0, SETTLE_S - (time.monotonic() - since)))
     return all(_stat_key(f) == before[p] for p, f in full.items())
+
+
+def _blob_id(path: str, fmt: str) -> str | None:
+    """The object id of the file's bytes as a blob, unfiltered (None when it cannot be read
+    whole: gone, replaced by a symlink, or its size changing under the read)."""
+    h = hashlib.new(fmt)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        try:
+            size = os.fstat(fd).st_size
+            h.update(b"blob %d\0" % size)
+            seen = 0
+            while chunk := f.read(1 << 20):
+                seen += len(chunk)
+                h.update(chunk)
+        except OSError:
+            return None
+    return h.hexdigest() if seen == size else None
 
 
 def _clear_index_flags(repo: Path, env: dict[str, str]) -> None:

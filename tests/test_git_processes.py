@@ -114,3 +114,30 @@ def test_the_patch_read_with_the_raw_diff_is_the_patch_read_alone(make_repo: Mak
     assert together == alone
     assert len(alone) == len(odd) + 7 and sum(len(c.hunks) for c in alone) > len(odd)
     assert some == [c for c in alone if c.path in ("sub/dir/x.txt", "tab\there")]
+
+
+# ---- the snapshot's re-read ------------------------------------------------------------
+
+def test_the_reread_hashes_plain_files_without_git(make_repo: MakeRepo, coord: Cli, worker: Cli,
+                                                   tmp_path: Path) -> None:
+    repo = two_tasks(make_repo, coord, worker)
+    set_line(repo, "a.txt", 2, "A's line")
+    write(repo, "new.txt", "a new file\n")
+    assert named(traced(tmp_path)("coord", repo, "status"), "hash-object") == []
+
+
+def test_a_file_git_converts_on_the_way_in_is_reread_through_git(make_repo: MakeRepo, coord: Cli,
+                                                                 worker: Cli,
+                                                                 tmp_path: Path) -> None:
+    """Its bytes on disk (CRLF) are not its blob's (LF): only git can say what `add` made
+    of them, so the re-read asks git for that file alone."""
+    repo = make_repo({".gitattributes": "*.crlf text eol=crlf\n", "a.txt": "a\n", "w.crlf": "x\n"})
+    ok(coord(repo, "assign", "A", "--title", "A", "--expect", "e", "--write", "*.crlf"))
+    ok(worker(repo, "start", "A"))
+    write(repo, "w.crlf", b"y\r\nz\r\n")
+    write(repo, "a.txt", "b\n")
+    started = traced(tmp_path)("worker", repo, "done", "A")
+    assert len(named(started, "hash-object")) == 1
+    snap = snapshot.take(repo)
+    assert git(repo, "cat-file", "blob", f"{snap.tree}:w.crlf") == "y\nz\n"
+    assert git(repo, "cat-file", "blob", f"{snap.tree}:a.txt") == "b\n"
