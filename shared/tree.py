@@ -28,6 +28,8 @@ class TreeView:
     changes: list[FileChange]
     attribution: Attribution
     old_texts: dict[str, bytes] = field(default_factory=dict)
+    # Paths under a range grant of an active task: a commit touching one re-maps ranges.
+    ranged: set[str] = field(default_factory=set)
 
     def task_changes(self, task_id: str) -> list[FileChange]:
         return self.attribution.owned.get(task_id, [])
@@ -43,6 +45,7 @@ def view(repo: Path, tasks: Sequence[Task], snap: snapshot.Snapshot | None = Non
     old_texts = {c.path: blobs[c.old_oid] for c in todo}
     tv = TreeView(snap, changes, attribute(changes, tasks, old_texts))
     tv.old_texts = old_texts
+    tv.ranged = ranged
     return tv
 
 

@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from hunkwise.shared import diff, snapshot
 
 from tests.conftest import Result, git, numbered, run_cli, set_line, write
@@ -141,3 +142,35 @@ def test_a_file_git_converts_on_the_way_in_is_reread_through_git(make_repo: Make
     snap = snapshot.take(repo)
     assert git(repo, "cat-file", "blob", f"{snap.tree}:w.crlf") == "y\nz\n"
     assert git(repo, "cat-file", "blob", f"{snap.tree}:a.txt") == "b\n"
+
+
+# ---- coord accept --------------------------------------------------------------------------
+
+ACCEPT_MOST = 12  # bench/startup.py's target
+
+
+@pytest.mark.parametrize("scene", ["alone", "beside", "ranges"])
+def test_coord_accept_starts_at_most_12_git_processes(make_repo: MakeRepo, coord: Cli,
+                                                      worker: Cli, tmp_path: Path,
+                                                      scene: str) -> None:
+    """The task's change alone in the tree; beside another task's edit (the tree committed is
+    not the snapshot's); two range grants in one file, the other task's range moving down."""
+    repo = make_repo({"a.txt": numbered(30), "b.txt": numbered(9)})
+    grants = {"A": "a.txt:1-10", "B": "a.txt:20-30"} if scene == "ranges" else \
+        {"A": "a.txt", "B": "b.txt"}
+    for tid, grant in grants.items():
+        ok(coord(repo, "assign", tid, "--title", tid, "--expect", "e", "--write", grant))
+        ok(worker(repo, "start", tid))
+    set_line(repo, "a.txt", 5, "A's line\nand one more")
+    if scene == "ranges":
+        set_line(repo, "a.txt", 25, "B's line")
+    elif scene == "beside":
+        set_line(repo, "b.txt", 5, "B's line")
+    ok(worker(repo, "done", "A"))
+    started = traced(tmp_path)("coord", repo, "accept", "A")
+    assert len(started) <= ACCEPT_MOST, "\n".join(started)
+    assert git(repo, "show", "HEAD:a.txt") == numbered(30).replace("line 5\n",
+                                                                    "A's line\nand one more\n")
+    tasks = {t["id"]: t for t in ok(coord(repo, "status"))["tasks"]}
+    assert tasks["A"]["state"] == "accepted"
+    assert tasks["B"]["grants"] == (["a.txt:21-31"] if scene == "ranges" else ["b.txt"])
