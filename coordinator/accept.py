@@ -223,8 +223,11 @@ def _drop_checkout(ctx: Ctx, parent: Path) -> None:
 
 
 def accept(ctx: Ctx, task_id: str, *, message: str | None, recheck: bool | None) -> dict[str, Any]:
+    from hunkwise.inbox import delivery
+
     with store.locked(ctx.lay, timeout=COMMIT_LOCK_WAIT_S, name="commit"):
         settle_journal(ctx)
+        delivery.settle(ctx)  # a report its killed worker recorded but never published
         try:
             return _accept(ctx, task_id, message=message, recheck=recheck)
         finally:
