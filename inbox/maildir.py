@@ -144,10 +144,14 @@ def adopt(inbox: Path, name: str) -> Staged | None:
     it was published already (a `tmp/` name a killed writer left behind is removed)."""
     tmp = inbox / "tmp" / name
     try:
-        fd = os.open(tmp, os.O_RDONLY | os.O_NOFOLLOW)
+        # O_NONBLOCK: a FIFO planted under the name must not hang the coordinator.
+        fd = os.open(tmp, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return None
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            return None
         taken = _lock(fd)
         if taken is False or (taken is None
                               and time.time() - os.fstat(fd).st_mtime < WRITER_GONE_S):

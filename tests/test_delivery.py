@@ -122,6 +122,13 @@ def test_a_staged_report_is_taken_over_only_once_its_writer_is_gone(make_repo: M
     final = maildir.publish(taken)
     assert final.read_bytes() == b"{}" and not staged.path.exists()
     assert maildir.adopt(box, staged.name) is None  # published: nothing left to take
+    os.mkfifo(staged.path)  # planted under a recorded name: never waited on
+    answered: list[Any] = []
+    t = threading.Thread(target=lambda: answered.append(maildir.adopt(box, staged.name)),
+                         daemon=True)
+    t.start()
+    t.join(30)
+    assert answered == [None]
 
 
 # ---- two at once -----------------------------------------------------------------------
