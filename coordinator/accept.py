@@ -4,8 +4,8 @@ The algorithm (shared/STYLE.md, "Staging exactly one task's hunks"): snapshot th
 through a throwaway index; attribute its -U0 hunks to grants; splice each file's new blob
 from HEAD's bytes and the task's hunks; write a tree in a second throwaway index; prove
 that HEAD -> tree is exactly the task's changes and tree -> snapshot exactly the rest;
-`commit-tree`; move HEAD with a compare-and-swap; reset only the committed paths of the
-real index. Hooks never run: a stashing pre-commit hook would yank others' edits.
+`commit-tree`; move HEAD with a compare-and-swap, in the same ref transaction that drops
+the task's snapshot refs; reset only the committed paths of the real index. Hooks never run: a stashing pre-commit hook would yank others' edits.
 `git apply --cached` on a subset of -U0 hunks is not used: it can place a hunk on the
 wrong line and still exit 0.
 """
@@ -190,6 +190,10 @@ def _mark_accepted(ctx: Ctx, state: Any, task_id: str, commit: str) -> None:
 
 def _finish(ctx: Ctx, task_id: str) -> None:
     recovery.forget(ctx.repo, task_id)
+    _archive_reports(ctx, task_id)
+
+
+def _archive_reports(ctx: Ctx, task_id: str) -> None:
     for e in inbox.find_task_reports(ctx.lay.inbox, task_id):
         inbox.archive(e)
 
@@ -219,8 +223,11 @@ def _drop_checkout(ctx: Ctx, parent: Path) -> None:
 
 
 def accept(ctx: Ctx, task_id: str, *, message: str | None, recheck: bool | None) -> dict[str, Any]:
+    from hunkwise.inbox import delivery
+
     with store.locked(ctx.lay, timeout=COMMIT_LOCK_WAIT_S, name="commit"):
         settle_journal(ctx)
+        delivery.settle(ctx)  # a report its killed worker recorded but never published
         try:
             return _accept(ctx, task_id, message=message, recheck=recheck)
         finally:
@@ -294,9 +301,12 @@ def _accept(ctx: Ctx, task_id: str, *, message: str | None, recheck: bool | None
                 raise StateRefused(f"{task_id} changed while it was being accepted (now "
                                    f"{now_task.state}, revision {now_task.revision}); nothing "
                                    "committed")
-            rc, _ = git.run_rc(ctx.repo, "update-ref", "-m", f"coord accept {task_id}", "HEAD",
-                               commit, head or git.null_oid(ctx.repo),
-                               env={"HUNKWISE_COORDINATOR": "1"})
+            # One transaction moves HEAD (compare-and-swap) and drops the task's snapshot
+            # refs: both happen, or neither does.
+            moves = f"update HEAD {commit} {head or git.null_oid(ctx.repo)}\n" + "".join(
+                f"delete {ref}\n" for ref in recovery.task_refs(now_task))
+            rc, _ = git.run_rc(ctx.repo, "update-ref", "-m", f"coord accept {task_id}", "--stdin",
+                               input=moves.encode(), env={"HUNKWISE_COORDINATOR": "1"})
             if rc != 0:
                 if git.head(ctx.repo) == head:
                     raise StateRefused(f"git refused to move HEAD for {task_id} (a "
@@ -308,7 +318,7 @@ def _accept(ctx: Ctx, task_id: str, *, message: str | None, recheck: bool | None
         kill_point("accept-state-saved")
         warning = reset_index_paths(ctx, plan.entries)
         kill_point("accept-index-reset")
-        _finish(ctx, task_id)
+        _archive_reports(ctx, task_id)
         kill_point("accept-finished")
         _journal(ctx).unlink()
         notes = [f"{w.code}: {w.path + ': ' if w.path else ''}{w.detail}" for w in verdict.warnings]

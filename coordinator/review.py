@@ -285,8 +285,13 @@ def _admit(state: State, e: inbox.Entry) -> Report | None:
 
 def pending(ctx: Ctx) -> list[tuple[inbox.Entry, Report]]:
     """Pending reports, oldest first; superseded, unreadable and forged ones are moved aside."""
-    state = store.load(ctx.lay)
+    from hunkwise.inbox import delivery
+
+    delivery.settle(ctx)
     entries, odd = inbox.entries(ctx.lay.inbox, "new")
+    # Read after the listing: a report reaches new/ only once the state recorded it, so
+    # the state read now knows every revision listed.
+    state = store.load(ctx.lay)
     _quarantine_odd(odd)
     out: list[tuple[inbox.Entry, Report]] = []
     for e in entries:
@@ -305,10 +310,12 @@ def pending(ctx: Ctx) -> list[tuple[inbox.Entry, Report]]:
 
 
 def list_inbox(ctx: Ctx) -> InboxResult:
-    # Maildir's rule: what a killed writer left in tmp/ goes after 36 hours.
+    found = pending(ctx)
+    # Maildir's rule: what a killed writer left in tmp/ goes after 36 hours (a report the
+    # state recorded was published by `pending` first).
     inbox.sweep_tmp(ctx.lay.inbox)
     now = time.time()
-    return {"reports": [report_summary(r, now - e.time_ns / 1e9) for e, r in pending(ctx)]}
+    return {"reports": [report_summary(r, now - e.time_ns / 1e9) for e, r in found]}
 
 
 def next_report(ctx: Ctx) -> NextResult:
@@ -318,8 +325,10 @@ def next_report(ctx: Ctx) -> NextResult:
     concurrent `coord next` can make) before it is validated.
     """
     from hunkwise.coordinator.accept import repair
+    from hunkwise.inbox import delivery
 
     repair(ctx)
+    delivery.settle(ctx)
     while True:
         entries, odd = inbox.entries(ctx.lay.inbox, "new")
         _quarantine_odd(odd)
@@ -388,6 +397,9 @@ def newest_report(ctx: Ctx, task_id: str, found: list[inbox.Entry] | None = None
 
 
 def review(ctx: Ctx, task_id: str) -> ReviewResult:
+    from hunkwise.inbox import delivery
+
+    delivery.settle(ctx)
     state = store.load(ctx.lay)
     sync_ranges(ctx.repo, state)  # in memory only: reading never writes the state
     task = get_task(state, task_id)

@@ -198,15 +198,19 @@ def lines_of(h: Any) -> str | None:
 def status(ctx: Ctx, *, everything: bool = False) -> StatusResult:
     """Active tasks and this batch's finished ones (`everything`: every task ever).
 
-    Reads only: ranges are re-mapped to HEAD in memory, the state is not written, with one
-    exception: what a crashed `coord accept` left (its journal) is repaired first, as by
-    any next command.
+    Reads only: ranges are re-mapped to HEAD in memory, the state is not written, with two
+    exceptions that finish what a killed process left, as any next command does: a crashed
+    `coord accept` (its journal) is repaired, and a report a killed `worker done` recorded
+    is published.
     """
+    from hunkwise.inbox import delivery
+
     repaired = None
     if (ctx.lay.root / "accept.json").exists():
         from hunkwise.coordinator.accept import repair
 
         repaired = repair(ctx)
+    delivery.settle(ctx)
     state = store.load(ctx.lay)
     sync_ranges(ctx.repo, state)
     now = time.time()

@@ -3,17 +3,23 @@
 from .maildir import (
     MAX_REPORT_BYTES,
     Entry,
+    Staged,
+    adopt,
     archive,
     deliver,
+    drop,
     entries,
     find_task_reports,
+    publish,
     quarantine,
     read_report,
     reports_by_task,
     retire,
+    stage,
     sweep_tmp,
     take,
 )
 
-__all__ = ["Entry", "MAX_REPORT_BYTES", "archive", "deliver", "entries", "find_task_reports",
-           "quarantine", "read_report", "reports_by_task", "retire", "sweep_tmp", "take"]
+__all__ = ["Entry", "MAX_REPORT_BYTES", "Staged", "adopt", "archive", "deliver", "drop", "entries",
+           "find_task_reports", "publish", "quarantine", "read_report", "reports_by_task",
+           "retire", "stage", "sweep_tmp", "take"]

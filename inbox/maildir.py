@@ -49,6 +49,48 @@ def _host() -> str:
 
 def deliver(inbox: Path, payload: bytes, task_id: str, revision: int) -> Path:
     """Write a report atomically into `new/` and return its final path."""
+    return publish(stage(inbox, payload, task_id, revision, lasting=False))
+
+
+@dataclass(frozen=True)
+class Staged:
+    """A report written and fsynced in `tmp/`, not yet in `new/`. `fd` holds a lock on the
+    file for as long as the process that staged it (or took it over) lives."""
+
+    inbox: Path
+    name: str
+    fd: int
+
+    @property
+    def path(self) -> Path:
+        return self.inbox / "tmp" / self.name
+
+
+# Where flock does not exist, a staged report whose writer stopped this long ago is taken
+# over (`adopt`); with flock, the lock tells whether the writer still lives.
+WRITER_GONE_S = 600.0
+
+
+def _lock(fd: int) -> bool | None:
+    """Try the file lock of a staged report: True taken, False held by a live process,
+    None when this platform has no flock."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def stage(inbox: Path, payload: bytes, task_id: str, revision: int, *,
+          lasting: bool = True) -> Staged:
+    """Write a report into `tmp/` under a new unique name, fsync it, and keep it locked.
+
+    `lasting`: fsync `tmp/` too, so its name survives a crash before `publish` (the state
+    may record it in between; `deliver` publishes at once and needs no more)."""
     if len(payload) > MAX_REPORT_BYTES:
         raise UsageError(f"report for {task_id} is {len(payload)} bytes, over the "
                          f"{MAX_REPORT_BYTES} byte limit")
@@ -57,20 +99,75 @@ def deliver(inbox: Path, payload: bytes, task_id: str, revision: int) -> Path:
     name = (f"{time.time_ns():020d}.P{os.getpid()}R{os.urandom(6).hex()}.{_host()}"
             f",task={task_id},rev={revision}")
     tmp = inbox / "tmp" / name
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(payload)
-            f.flush()
-            os.fsync(f.fileno())
-        final = inbox / "new" / name
-        # link + unlink never overwrites an existing name (rename would, silently).
-        os.link(tmp, final)
-    finally:
+        if _lock(fd) is False:  # a new name: nobody else can hold it
+            raise OSError(f"{tmp}: locked by another process")
+        view = memoryview(payload)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+        if lasting:
+            fsync_dir(inbox / "tmp")
+    except BaseException:
+        os.close(fd)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-    fsync_dir(inbox / "new")
+        raise
+    return Staged(inbox, name, fd)
+
+
+def publish(staged: Staged) -> Path:
+    """Link a staged report into `new/` (a link never overwrites a name, a rename could),
+    make the link durable, drop the `tmp/` name and the lock."""
+    final = staged.inbox / "new" / staged.name
+    try:
+        os.link(staged.path, final)
+        fsync_dir(staged.inbox / "new")
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(staged.path)
+        os.close(staged.fd)
     return final
+
+
+def drop(staged: Staged) -> None:
+    """A staged report that will not be delivered: gone from `tmp/`."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(staged.path)
+    os.close(staged.fd)
+
+
+def adopt(inbox: Path, name: str) -> Staged | None:
+    """Take over a staged report whose writer is gone (its lock is free) and that never
+    reached `new/`: the caller publishes it. None when its writer is still at work, or when
+    it was published already (a `tmp/` name a killed writer left behind is removed)."""
+    tmp = inbox / "tmp" / name
+    try:
+        # O_NONBLOCK: a FIFO planted under the name must not hang the coordinator.
+        fd = os.open(tmp, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            return None
+        taken = _lock(fd)
+        if taken is False or (taken is None
+                              and time.time() - os.fstat(fd).st_mtime < WRITER_GONE_S):
+            os.close(fd)
+            return None
+        # In the order reports move (new -> cur -> old, new -> quarantine): one on its way
+        # is never missed.
+        if any((inbox / folder / name).exists() for folder in ("new", "cur", "old", "quarantine")):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            os.close(fd)
+            return None
+    except BaseException:
+        os.close(fd)
+        raise
+    return Staged(inbox, name, fd)
 
 
 def _entry(path: Path, folder: str) -> Entry | None:

@@ -63,8 +63,11 @@ def plan_commit(ctx: Ctx, tv: TreeView, task_id: str,
     tree, written = git.write_tree(ctx.repo, tv.snap.head_tree, entries, contents)
     for c in split:
         entries[c.path] = (c.new_mode, written[c.path])
-    got = set(diff.changed_paths(ctx.repo, tv.snap.head_tree, tree))
     want = {c.path for c in mine}
+    # Where the commit touches a range grant, the ranges are re-mapped through its diff
+    # once it lands (tree.sync_ranges): the same git process reads that patch too.
+    read = diff.raw_and_patch if want & tv.ranged else diff.raw_diff
+    got = {c.path for c in diff.parse_raw(read(ctx.repo, tv.snap.head_tree, tree))}
     if got != want:
         raise CheckFailed(f"self-check failed: the commit would touch {sorted(got ^ want)[:5]} "
                           "beyond the task's changes; nothing committed")

@@ -215,24 +215,53 @@ def parse_raw(raw: bytes) -> list[FileChange]:
 
 _OID = re.compile(r"(?:[0-9a-f]{40}|[0-9a-f]{64})")
 _RAW_DIFFS: dict[tuple[str, str, str], bytes] = {}
+_PATCHES: dict[tuple[str, str, str], bytes] = {}
+
+
+def _keep(cache: dict[tuple[str, str, str], bytes], key: tuple[str, str, str], value: bytes,
+          most: int) -> None:
+    """Remember a diff of two object ids: objects never change, so its answer cannot."""
+    if _OID.fullmatch(key[1]) and _OID.fullmatch(key[2]):
+        if len(cache) >= most:
+            cache.clear()
+        cache[key] = value
 
 
 def raw_diff(repo: Path, old: str, new: str) -> bytes:
     """The raw diff (paths, modes, object ids) between two trees or commits.
 
-    Kept for the rest of the command when both are object ids: objects never change, so
-    the answer cannot either, and a command that reads one pair twice (a snapshot's
-    re-read and its diff; an accept's self-check and its range re-mapping) runs git once.
+    Kept for the rest of the command when both are object ids, so a command that reads one
+    pair twice (a snapshot's re-read and its diff; an accept's self-check and its range
+    re-mapping) runs git once.
     """
     key = (str(repo), old, new)
     raw = _RAW_DIFFS.get(key)
     if raw is None:
+        if old == new and _OID.fullmatch(old):
+            return b""  # one object: nothing differs
         raw = git.run(repo, "diff-tree", "-r", "-z", "--raw", "--no-renames", "--full-index",
                       old, new)
-        if _OID.fullmatch(old) and _OID.fullmatch(new):
-            if len(_RAW_DIFFS) >= 64:
-                _RAW_DIFFS.clear()
-            _RAW_DIFFS[key] = raw
+        _keep(_RAW_DIFFS, key, raw, 64)
+    return raw
+
+
+def raw_and_patch(repo: Path, old: str, new: str) -> bytes:
+    """`raw_diff` of two object ids, with the -U0 patch of the same pair read by the same
+    git process and kept for `diff_trees` (`diff-tree --raw -p` prints the raw records,
+    an empty record, then the patch: byte for byte what each prints alone)."""
+    key = (str(repo), old, new)
+    if key in _RAW_DIFFS and key in _PATCHES:
+        return _RAW_DIFFS[key]
+    if old == new and _OID.fullmatch(old):
+        return b""
+    out = git.run(repo, "diff-tree", "-r", "-z", "--raw", "-p", "-U0", *git.DIFF_PINS, old, new)
+    pos = 0
+    while out.startswith(b":", pos):  # a record: ":<modes> <ids> <status>" NUL path NUL
+        pos = out.index(b"\0", out.index(b"\0", pos) + 1) + 1
+    raw = out[:pos]
+    patch = out[pos + 1:] if out.startswith(b"\0", pos) else out[pos:]
+    _keep(_RAW_DIFFS, key, raw, 64)
+    _keep(_PATCHES, key, patch, 8)
     return raw
 
 
@@ -257,8 +286,10 @@ def diff_trees(repo: Path, old: str, new: str, paths: Sequence[str] | None = Non
         changes = [c for c in changes if _under(c.path, wanted)]
     if not changes:
         return changes
-    patch = git.run(repo, "diff-tree", "-r", "-p", "-U0", *git.DIFF_PINS, old, new, *spec,
-                    env={"GIT_LITERAL_PATHSPECS": "1"})
+    patch = _PATCHES.get((str(repo), old, new))  # every path's; those asked for are read
+    if patch is None:
+        patch = git.run(repo, "diff-tree", "-r", "-p", "-U0", *git.DIFF_PINS, old, new, *spec,
+                        env={"GIT_LITERAL_PATHSPECS": "1"})
     parsed = parse_patch(patch)
     _undo_forced_binary(repo, old, new, changes, parsed)
     for ch in changes:

@@ -328,8 +328,31 @@ def held_by(state: State, session: str) -> list[str]:
 
 
 def forget(repo: Path, task_id: str) -> None:
-    """Drop a finished task's snapshot refs (accepted, rejected)."""
+    """Drop a finished task's snapshot refs (accepted, rejected), whatever their names."""
     git.delete_refs(repo, f"{SNAPSHOT_REFS}/{task_id}/", f"{WIP_REFS}/{task_id}/")
+
+
+def task_refs(task: Task) -> list[str]:
+    """The refs a task may hold, named from its record, without asking git for a listing:
+    a report's snapshot `r<N>` (a handover's `r<N>-base`) for every revision handed out,
+    its newest unreported record `w<N>`, and the ref its `saved` names under those two
+    prefixes (a handoff's ref is not the task's to drop).
+
+    An older `w<N>` is deleted when a newer one is recorded (`record_wip`) and every `w<N>`
+    when the task reports (`worker done`); only a process killed between its state write
+    and that deletion leaves one behind, which these names miss (`forget` lists them).
+    """
+    if task.id.endswith(".lock"):
+        return []  # not a valid ref name component: no such ref could have been created
+    names = [f"{SNAPSHOT_REFS}/{task.id}/r{n}{tail}" for n in range(1, task.revision + 1)
+             for tail in ("", "-base")]
+    if task.wip_seq:
+        names.append(f"{WIP_REFS}/{task.id}/w{task.wip_seq}")
+    ref = task.saved.ref if task.saved is not None else ""
+    if ref.startswith((f"{SNAPSHOT_REFS}/{task.id}/", f"{WIP_REFS}/{task.id}/")) \
+            and ref not in names:
+        names.append(ref)
+    return names
 
 
 def lost_message(task_id: str, lost: Loss) -> str:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import git
-from .diff import REGULAR_MODES, FileChange, parse_raw, raw_diff
+from .diff import REGULAR_MODES, FileChange, parse_raw, raw_and_patch, raw_diff
 from .git import Sha
 
 
@@ -28,13 +28,16 @@ SNAPSHOT_TRIES = 5
 SETTLE_S = 0.005  # how long a changed file's stat data must hold for a second read
 
 
-def take(repo: Path) -> Snapshot:
+def take(repo: Path, *, patch: bool = False) -> Snapshot:
     """Write the whole working tree (tracked and untracked, not ignored) as a tree object.
 
     Works through a throwaway copy of the index so clean filters apply, stat data speeds up
     unchanged files, and the real index is never touched. Reads the tree until two reads
     agree: a file rewritten while git reads it gives a torn (empty, half-written) blob or
     a git error, and neither may become a report.
+
+    With `patch`, the diff that checks the re-read also reads the -U0 patch of HEAD ->
+    snapshot (for `diff.diff_trees`, which the caller is about to ask for): one git process.
     """
     gd = git.git_dir(repo)
     head, htree = git.head_and_tree(repo)
@@ -51,11 +54,11 @@ def take(repo: Path) -> Snapshot:
             _clear_index_flags(repo, env)
         else:
             git.run(repo, "read-tree", htree, env=env)
-        tree = _settled_tree(repo, env, htree)
+        tree = _settled_tree(repo, env, htree, patch)
     return Snapshot(tree=tree, head=head, head_tree=htree)
 
 
-def _settled_tree(repo: Path, env: dict[str, str], base: str) -> Sha:
+def _settled_tree(repo: Path, env: dict[str, str], base: str, patch: bool) -> Sha:
     """`add -A` + `write-tree`, read again until the two reads agree.
 
     The second read covers what differs from HEAD (a torn read shows up there: an empty or
@@ -83,7 +86,7 @@ def _settled_tree(repo: Path, env: dict[str, str], base: str) -> Sha:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(env["GIT_INDEX_FILE"] + ".lock")
             continue
-        if tree == base or _reread_agrees(repo, base, tree):
+        if tree == base or _reread_agrees(repo, base, tree, patch):
             return tree
     if len(errors) == SNAPSHOT_TRIES and errors[0].returncode > 0 and \
             len({(e.returncode, e.stderr) for e in errors}) == 1:
@@ -100,13 +103,14 @@ def _stat_key(path: str) -> tuple[int, ...] | None:
     return st.st_ino, st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
 
-def _reread_agrees(repo: Path, base: str, tree: str) -> bool:
+def _reread_agrees(repo: Path, base: str, tree: str, patch: bool = False) -> bool:
     """Do the paths that differ between `base` and `tree` still hold what `tree` says,
     read again while their stat data stays the same?"""
     import time
 
-    changes = parse_raw(raw_diff(repo, base, tree))
+    changes = parse_raw((raw_and_patch if patch else raw_diff)(repo, base, tree))
     full = {c.path: os.path.join(repo, c.path) for c in changes}
+    fmt = git.object_format(repo)
     since = time.monotonic()
     before = {p: _stat_key(f) for p, f in full.items()}
     hashed: list[FileChange] = []
@@ -116,11 +120,19 @@ def _reread_agrees(repo: Path, base: str, tree: str) -> bool:
             if st is not None and not stat.S_ISDIR(st[1]):
                 return False  # back again: the deletion was read mid-replacement
         elif c.new_mode in REGULAR_MODES:
+            if st is None or not stat.S_ISREG(st[1]):
+                return False
+            found = _blob_id(full[c.path], fmt)
+            if found is None:
+                return False  # changed or gone while being read
+            if found == c.new_oid:
+                continue  # the file holds exactly the blob's bytes
+            # Filters (eol conversion, a clean filter) make the blob differ from the bytes
+            # on disk: git hashes such a file as `add` did.
             if "\n" in c.path or c.path.startswith('"'):
                 continue  # not expressible to --stdin-paths; the stat check still holds
             hashed.append(c)
         elif c.new_mode == "120000":
-            fmt = git.object_format(repo)
             target = os.fsencode(os.readlink(full[c.path])) if st is not None else None
             if target is None or hashlib.new(fmt, b"blob %d\0" % len(target) + target
                                              ).hexdigest() != c.new_oid:
@@ -134,6 +146,27 @@ def _reread_agrees(repo: Path, base: str, tree: str) -> bool:
     # stat data must hold for longer than such a gap, not just for one quick hash.
     time.sleep(max(0.0, SETTLE_S - (time.monotonic() - since)))
     return all(_stat_key(f) == before[p] for p, f in full.items())
+
+
+def _blob_id(path: str, fmt: str) -> str | None:
+    """The object id of the file's bytes as a blob, unfiltered (None when it cannot be read
+    whole: gone, replaced by a symlink, or its size changing under the read)."""
+    h = hashlib.new(fmt)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        try:
+            size = os.fstat(fd).st_size
+            h.update(b"blob %d\0" % size)
+            seen = 0
+            while chunk := f.read(1 << 20):
+                seen += len(chunk)
+                h.update(chunk)
+        except OSError:
+            return None
+    return h.hexdigest() if seen == size else None
 
 
 def _clear_index_flags(repo: Path, env: dict[str, str]) -> None:

@@ -29,6 +29,8 @@ class TreeView:
     changes: list[FileChange]
     attribution: Attribution
     old_texts: dict[str, bytes] = field(default_factory=dict)
+    # Paths under a range grant of an active task: a commit touching one re-maps ranges.
+    ranged: set[str] = field(default_factory=set)
 
     def task_changes(self, task_id: str) -> list[FileChange]:
         return self.attribution.owned.get(task_id, [])
@@ -36,7 +38,7 @@ class TreeView:
 
 def view(repo: Path, tasks: Sequence[Task], snap: snapshot.Snapshot | None = None) -> TreeView:
     """The working tree's changes attributed to `tasks` (of `snap`, or of a new snapshot)."""
-    snap = snapshot.take(repo) if snap is None else snap
+    snap = snapshot.take(repo, patch=True) if snap is None else snap
     changes = diff.diff_trees(repo, snap.head_tree, snap.tree)
     ranged = {g.path for t in tasks if t.active for g in t.grants if g.kind == "range"}
     todo = [c for c in changes if c.path in ranged and c.splittable and c.hunks]
@@ -44,6 +46,7 @@ def view(repo: Path, tasks: Sequence[Task], snap: snapshot.Snapshot | None = Non
     old_texts = {c.path: blobs[c.old_oid] for c in todo}
     tv = TreeView(snap, changes, attribute(changes, tasks, old_texts))
     tv.old_texts = old_texts
+    tv.ranged = ranged
     return tv
 
 

@@ -558,6 +558,63 @@ def test_head_moving_during_accept_is_retried(make_repo: MakeRepo, coord: Cli, w
     assert blob(repo, "f.txt") == b"one\nline 2\nline 3\nline 4\n"
 
 
+def _log_ref_transactions(repo: Path, log: Path, refuse: str | None = None) -> None:
+    """A reference-transaction hook that appends each call (its state, then the refs it
+    names) to `log`; with `refuse`, it refuses a prepared transaction naming that ref."""
+    hook = repo / ".git" / "hooks" / "reference-transaction"
+    hook.parent.mkdir(exist_ok=True)
+    refusal = (f'if [ "$1" = prepared ] && printf "%s" "$input" | grep -q " {refuse}$"; '
+               "then exit 1; fi\n") if refuse else ""
+    hook.write_text(f"#!/bin/sh\ninput=$(cat)\nprintf '%s\\n%s\\n\\n' \"$1\" \"$input\" >> '{log}'\n"
+                    + refusal + "exit 0\n")
+    hook.chmod(0o755)
+
+
+def _ref_transactions(log: Path) -> list[tuple[str, set[str]]]:
+    out = []
+    for block in log.read_text().split("\n\n"):
+        lines = block.strip().split("\n")
+        if lines and lines[0]:
+            out.append((lines[0], {line.split(" ")[2] for line in lines[1:] if line}))
+    return out
+
+
+def test_head_moves_and_the_task_refs_go_in_one_transaction(make_repo: MakeRepo, coord: Cli,
+                                                            worker: Cli, tmp_path: Path) -> None:
+    repo = make_repo({"f.txt": numbered(4)})
+    begin(coord, worker, repo, "A", "f.txt")
+    set_line(repo, "f.txt", 2, "two")
+    done(worker, repo, "A", "A")
+    set_line(repo, "f.txt", 2, "TWO")
+    done(worker, repo, "A", "A")  # revision 2 supersedes 1; both snapshots are kept
+    snaps = {f"refs/hunkwise/snapshots/A/r{n}" for n in (1, 2)}
+    assert set(git(repo, "for-each-ref", "--format=%(refname)", "refs/hunkwise/").split()) == snaps
+    log = tmp_path / "transactions"
+    _log_ref_transactions(repo, log)
+    a = ok(coord(repo, "accept", "A"))
+    moved = [refs for state, refs in _ref_transactions(log)
+             if state == "committed" and "refs/heads/main" in refs]
+    assert len(moved) == 1 and snaps <= moved[0]
+    assert head(repo) == a["commit"]
+    assert git(repo, "for-each-ref", "--format=%(refname)", "refs/hunkwise/") == ""
+
+
+def test_a_refused_head_move_keeps_the_task_refs(make_repo: MakeRepo, coord: Cli, worker: Cli,
+                                                 tmp_path: Path) -> None:
+    repo = make_repo({"f.txt": numbered(4)})
+    begin(coord, worker, repo, "A", "f.txt")
+    set_line(repo, "f.txt", 2, "two")
+    done(worker, repo, "A", "A")
+    root = head(repo)
+    _log_ref_transactions(repo, tmp_path / "transactions", refuse="refs/heads/main")
+    r = coord(repo, "accept", "A")
+    assert r.code == 3 and "refused to move HEAD" in r.doc["error"]["message"]
+    assert head(repo) == root
+    assert task_doc(coord, repo, "A")["state"] == "reported"
+    assert git(repo, "for-each-ref", "--format=%(refname)", "refs/hunkwise/").split() == \
+        ["refs/hunkwise/snapshots/A/r1"]
+
+
 def test_index_lock_held_briefly_is_waited_for(make_repo: MakeRepo, coord: Cli, worker: Cli) -> None:
     repo = make_repo({"f.txt": numbered(4)})
     begin(coord, worker, repo, "A", "f.txt")

@@ -127,11 +127,11 @@ def revision(report: dict[str, Any], rev: int, **changes: Any) -> dict[str, Any]
 
 # ---- delivery under concurrency and crashes -----------------------------------------------
 
-N_WORKERS = 32
+N_WORKERS = 64
 
 
 @pytest.mark.slow
-def test_32_workers_deliver_at_once(make_repo, coord) -> None:
+def test_64_workers_deliver_at_once(make_repo, coord) -> None:
     ids = [f"t{i:02d}" for i in range(N_WORKERS)]
     repo = make_repo({f"src/{t}.txt": numbered(5) for t in ids})
     for t in ids:

@@ -12,7 +12,7 @@ from collections import Counter
 from typing import Any, cast
 
 from hunkwise import inbox
-from hunkwise.shared import git, recovery, store
+from hunkwise.shared import recovery, store
 from hunkwise.shared.checks import failure_text, run_checks
 from hunkwise.shared.context import (
     Ctx,
@@ -289,9 +289,17 @@ def _proposed(task: Task, message: str | None, summary: str) -> ProposedCommit:
 def _report(ctx: Ctx, task_id: str, *, status: str, session: str | None, summary: str,
             unfinished: list[str], message: str | None, reason: str | None,
             run: bool) -> dict[str, Any]:
-    """Check, compute the task's own changes, deliver the report atomically."""
-    with store.locked(ctx.lay):
-        state = store.load(ctx.lay)
+    """Check, compute the task's own changes, deliver the report atomically.
+
+    The state lock is held twice, each time only to read, re-check and write the state:
+    first to refuse early and beat the claim's heartbeat, last to record the delivery.
+    Everything slow runs outside it: the checks, the snapshot and its diffs, writing and
+    fsyncing the report, the snapshot ref (inbox/delivery.py says in what order, and why a
+    crash between any two steps loses nothing and delivers nothing twice).
+    """
+    from hunkwise.inbox import delivery
+
+    with store.transaction(ctx.lay) as state:
         task = get_task(state, task_id)
         refuse_if_frozen(state, f"worker {status} {task_id}")
         sess = _resolve_session(task, session)
@@ -300,8 +308,9 @@ def _report(ctx: Ctx, task_id: str, *, status: str, session: str | None, summary
         _check_holder(task, sess, store.now())
         if task.claim is not None and (sess is None or task.claim.session == sess):
             task.claim = task.claim.model_copy(update={"heartbeat": store.now()})
-        sync_ranges(ctx.repo, state)
-        store.save(ctx.lay, state)
+    # Ranges at HEAD for attribution, in memory: the next command that saves them does it
+    # under its own lock.
+    sync_ranges(ctx.repo, state)
     checks = run_checks(ctx.repo, task.checks, ctx.config.checks.timeout_seconds) if run else []
     failed = [c for c in checks if not c.passed]
     if status == "done" and failed:
@@ -331,53 +340,61 @@ def _report(ctx: Ctx, task_id: str, *, status: str, session: str | None, summary
                  for path, _ident in sel.inherited]
     overlaps += [Overlap(path=report_path(ch.path), note="change outside every grant: never committed")
                  for ch, h in tv.attribution.unowned]
-    with store.locked(ctx.lay):
-        state = store.load(ctx.lay)
-        task = get_task(state, task_id)
-        refuse_if_frozen(state, f"worker {status} {task_id}")
-        if task.state != TaskState.IN_PROGRESS and not _amending(task, sess):
-            raise StateRefused(f"{_not_reportable(task)} (it changed meanwhile); nothing was "
-                               "delivered")
-        if task.claim is None or (sess is not None and task.claim.session != sess):
-            holder = task.claim.session if task.claim else "nobody"
-            raise StateRefused(f"{task_id} is claimed by {holder} now (recovered or handed "
-                               "over meanwhile); nothing was delivered")
-        now = store.now()
-        task.revision += 1
-        # The revision is handed out before the report exists: a crash after the delivery
-        # can never give two reports one revision.
-        store.save(ctx.lay, state)
-        report = Report(
-            schema_version=1, task_id=task_id, status=cast(ReportStatus, status),
-            session=sess, created_at=dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds"),
-            base_commit=tv.snap.head, title=task.title, expect=task.expect, summary=summary,
-            changes=entries, patch_sha256=patch_digest(entries), snapshot=tv.snap.tree,
-            revision=task.revision, report_id=f"rep-{task_id}-r{task.revision}-{os.urandom(4).hex()}",
-            checks=checks, overlaps=overlaps[:1000], unfinished=unfinished,
-            proposed_commit=_proposed(task, message, summary), reason=reason,
-            checks_skipped=not run and bool(task.checks) and status == "done")
-        git.run(ctx.repo, "update-ref", f"refs/hunkwise/snapshots/{task_id}/r{task.revision}",
-                tv.snap.tree)
-        path = inbox.deliver(ctx.lay.inbox, report.model_dump_json().encode(), task_id, task.revision)
-        recovery.kill_point("worker-delivered")
-        task.saved = recovery.saved_of(tv, sel, kind="report", revision=task.revision,
-                                       ref=f"{recovery.SNAPSHOT_REFS}/{task_id}/r{task.revision}")
-        task.state = TaskState.REPORTED
-        task.last_report = path.name
-        task.claimed = identities_of_selection(tv, task, sel)
-        task.last_status = status
-        if status == "done" and any(v != "pending" for v in task.audit.values()):
-            # New work needs a new look: verdicts were about the previous revision.
-            for role in task.audit:
-                task.audit[role] = "pending"
-                send(state, sender=sess or "worker", to=f"{role}@*",
-                     kind=SignalType.READY_FOR_REVIEW, about=task_id,
-                     payload=f"revision {task.revision} of {task_id}: {task.title}")
-        task.updated_at = now
-        if task.claim:
-            task.claim = task.claim.model_copy(update={"heartbeat": now})
-        store.save(ctx.lay, state)
-    git.delete_refs(ctx.repo, f"{recovery.WIP_REFS}/{task_id}/")
+    # The revision this report takes: the state hands it out only if no other delivery
+    # took it meanwhile (checked under the lock below).
+    revision = task.revision + 1
+    ref = f"{recovery.SNAPSHOT_REFS}/{task_id}/r{revision}"
+    report = Report(
+        schema_version=1, task_id=task_id, status=cast(ReportStatus, status),
+        session=sess, created_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds"),
+        base_commit=tv.snap.head, title=task.title, expect=task.expect, summary=summary,
+        changes=entries, patch_sha256=patch_digest(entries), snapshot=tv.snap.tree,
+        revision=revision, report_id=f"rep-{task_id}-r{revision}-{os.urandom(4).hex()}",
+        checks=checks, overlaps=overlaps[:1000], unfinished=unfinished,
+        proposed_commit=_proposed(task, message, summary), reason=reason,
+        checks_skipped=not run and bool(task.checks) and status == "done")
+    saved = recovery.saved_of(tv, sel, kind="report", revision=revision, ref=ref)
+    claimed = identities_of_selection(tv, task, sel)
+    staged = inbox.stage(ctx.lay.inbox, report.model_dump_json().encode(), task_id, revision)
+    recovery.kill_point("worker-staged")
+    try:
+        with store.transaction(ctx.lay) as state:
+            task = get_task(state, task_id)
+            refuse_if_frozen(state, f"worker {status} {task_id}")
+            if task.state != TaskState.IN_PROGRESS and not _amending(task, sess):
+                raise StateRefused(f"{_not_reportable(task)} (it changed meanwhile); nothing "
+                                   "was delivered")
+            if task.claim is None or (sess is not None and task.claim.session != sess):
+                holder = task.claim.session if task.claim else "nobody"
+                raise StateRefused(f"{task_id} is claimed by {holder} now (recovered or "
+                                   "handed over meanwhile); nothing was delivered")
+            if task.revision != revision - 1:
+                raise StateRefused(f"{task_id} got revision {task.revision} while this report "
+                                   "was being prepared (another delivery of the task); nothing "
+                                   "was delivered: run it again to supersede that one")
+            now = store.now()
+            task.revision = revision
+            task.saved = saved
+            task.state = TaskState.REPORTED
+            task.last_report = staged.name
+            task.claimed = claimed
+            task.last_status = status
+            if status == "done" and any(v != "pending" for v in task.audit.values()):
+                # New work needs a new look: verdicts were about the previous revision.
+                for role in task.audit:
+                    task.audit[role] = "pending"
+                    send(state, sender=sess or "worker", to=f"{role}@*",
+                         kind=SignalType.READY_FOR_REVIEW, about=task_id,
+                         payload=f"revision {revision} of {task_id}: {task.title}")
+            task.updated_at = now
+            if task.claim:
+                task.claim = task.claim.model_copy(update={"heartbeat": now})
+    except BaseException:
+        inbox.drop(staged)
+        raise
+    recovery.kill_point("worker-recorded")
+    path = delivery.land(ctx, task_id, ref, tv.snap.tree, staged)
+    recovery.kill_point("worker-delivered")
     return {"task": task.public(), "report": {"id": report.report_id, "revision": report.revision,
             "status": status, "file": str(path), "changes": len(entries),
             "hunks": sum(len(e.hunks) for e in entries),

@@ -1,0 +1,176 @@
+"""The git processes a command starts, counted as bench/startup.py counts them: each command
+runs as a real process under GIT_TRACE2_PERF, and every git it starts itself is listed.
+
+A process whose answer is known is not started (shared/STYLE.md, "Processes"); these tests
+hold the counts of the hot commands where the code has them, and check that what replaced
+a process gives the same answer.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from hunkwise.shared import diff, snapshot
+
+from tests.conftest import Result, git, numbered, run_cli, set_line, write
+
+MakeRepo = Callable[..., Path]
+Cli = Callable[..., Result]
+
+
+def ok(r: Result) -> dict:
+    assert r.code == 0, f"exit {r.code}\nstdout: {r.stdout}\nstderr: {r.stderr}"
+    return r.doc
+
+
+class Traced:
+    """Runs commands as processes and lists the git commands each one started."""
+
+    def __init__(self, where: Path) -> None:
+        self.where = where
+        self.n = 0
+
+    def __call__(self, tool: str, repo: Path, *args: str) -> list[str]:
+        self.n += 1
+        trace = self.where / f"trace-{self.n}"
+        ok(run_cli(tool, repo, *args, process=True, env={"GIT_TRACE2_PERF": str(trace)}))
+        started = []
+        for line in trace.read_text(errors="replace").splitlines() if trace.exists() else []:
+            p = [x.strip() for x in line.split("|")]
+            if len(p) >= 9 and p[1] == "d0" and p[3] == "start":
+                started.append(re.sub(r"^git (-c \S+ )*", "", p[8]))
+        return started
+
+
+def traced(tmp_path: Path) -> Traced:
+    where = tmp_path / "traces"
+    where.mkdir()
+    return Traced(where)
+
+
+def named(started: list[str], sub: str) -> list[str]:
+    return [s for s in started if s.split(" ")[0] == sub]
+
+
+def two_tasks(make_repo: MakeRepo, coord: Cli, worker: Cli) -> Path:
+    repo = make_repo({"a.txt": numbered(9), "b.txt": numbered(9)})
+    for tid, path in (("A", "a.txt"), ("B", "b.txt")):
+        ok(coord(repo, "assign", tid, "--title", tid, "--expect", "e", "--write", path))
+        ok(worker(repo, "start", tid))
+    return repo
+
+
+# ---- the snapshot's diff ------------------------------------------------------------------
+
+def test_the_snapshot_diff_and_its_patch_are_one_git_process(make_repo: MakeRepo, coord: Cli,
+                                                             worker: Cli, tmp_path: Path) -> None:
+    repo = two_tasks(make_repo, coord, worker)
+    set_line(repo, "a.txt", 2, "A's line")
+    set_line(repo, "b.txt", 5, "B's line")
+    run = traced(tmp_path)
+    for tool, args in (("coord", ("status",)), ("worker", ("done", "A"))):
+        diffs = named(run(tool, repo, *args), "diff-tree")
+        assert len(diffs) == 1 and " --raw -p " in diffs[0], diffs
+
+
+def test_a_clean_tree_is_not_diffed(make_repo: MakeRepo, coord: Cli, worker: Cli,
+                                    tmp_path: Path) -> None:
+    repo = two_tasks(make_repo, coord, worker)
+    assert named(traced(tmp_path)("coord", repo, "status"), "diff-tree") == []
+
+
+def test_the_patch_read_with_the_raw_diff_is_the_patch_read_alone(make_repo: MakeRepo) -> None:
+    """Odd names, binary content, modes, symlinks, deletions, additions, a type change: the
+    hunks parsed from `diff-tree --raw -p` are those of a diff-tree that prints only them."""
+    odd = ["plain.txt", "tab\there", "new\nline", 'quo"te', "back\\slash", "sp ace ", "é.txt",
+           "sub/dir/x.txt", ":colon"]
+    files: dict[str, str | bytes] = {n: "a\nb\nc\n" for n in odd}
+    files.update({"mode.sh": "x\n", "gone.txt": "g\n", "type": "t\n", "bin.dat": b"\0\1\2"})
+    repo = make_repo(files)
+    os.symlink("plain.txt", repo / "link")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "more")
+    for n in odd:
+        write(repo, n, "a\nB\nc\nd")
+    write(repo, os.fsdecode(b"\xff\xfe.bin"), b"y\n")
+    (repo / "mode.sh").chmod(0o755)
+    (repo / "gone.txt").unlink()
+    (repo / "link").unlink()
+    os.symlink("elsewhere", repo / "link")
+    (repo / "type").unlink()
+    os.symlink("plain.txt", repo / "type")
+    write(repo, "bin.dat", b"\0\1\3")
+    write(repo, "added.txt", "new\n")
+
+    snap = snapshot.take(repo, patch=True)  # reads the raw diff and the patch together
+    together = diff.diff_trees(repo, snap.head_tree, snap.tree)
+    some = diff.diff_trees(repo, snap.head_tree, snap.tree, ["sub", "tab\there"])
+    diff._RAW_DIFFS.clear()
+    diff._PATCHES.clear()
+    alone = diff.diff_trees(repo, snap.head_tree, snap.tree)
+    assert together == alone
+    assert len(alone) == len(odd) + 7 and sum(len(c.hunks) for c in alone) > len(odd)
+    assert some == [c for c in alone if c.path in ("sub/dir/x.txt", "tab\there")]
+
+
+# ---- the snapshot's re-read ------------------------------------------------------------
+
+def test_the_reread_hashes_plain_files_without_git(make_repo: MakeRepo, coord: Cli, worker: Cli,
+                                                   tmp_path: Path) -> None:
+    repo = two_tasks(make_repo, coord, worker)
+    set_line(repo, "a.txt", 2, "A's line")
+    write(repo, "new.txt", "a new file\n")
+    assert named(traced(tmp_path)("coord", repo, "status"), "hash-object") == []
+
+
+def test_a_file_git_converts_on_the_way_in_is_reread_through_git(make_repo: MakeRepo, coord: Cli,
+                                                                 worker: Cli,
+                                                                 tmp_path: Path) -> None:
+    """Its bytes on disk (CRLF) are not its blob's (LF): only git can say what `add` made
+    of them, so the re-read asks git for that file alone."""
+    repo = make_repo({".gitattributes": "*.crlf text eol=crlf\n", "a.txt": "a\n", "w.crlf": "x\n"})
+    ok(coord(repo, "assign", "A", "--title", "A", "--expect", "e", "--write", "*.crlf"))
+    ok(worker(repo, "start", "A"))
+    write(repo, "w.crlf", b"y\r\nz\r\n")
+    write(repo, "a.txt", "b\n")
+    started = traced(tmp_path)("worker", repo, "done", "A")
+    assert len(named(started, "hash-object")) == 1
+    snap = snapshot.take(repo)
+    assert git(repo, "cat-file", "blob", f"{snap.tree}:w.crlf") == "y\nz\n"
+    assert git(repo, "cat-file", "blob", f"{snap.tree}:a.txt") == "b\n"
+
+
+# ---- coord accept --------------------------------------------------------------------------
+
+ACCEPT_MOST = 12  # bench/startup.py's target
+
+
+@pytest.mark.parametrize("scene", ["alone", "beside", "ranges"])
+def test_coord_accept_starts_at_most_12_git_processes(make_repo: MakeRepo, coord: Cli,
+                                                      worker: Cli, tmp_path: Path,
+                                                      scene: str) -> None:
+    """The task's change alone in the tree; beside another task's edit (the tree committed is
+    not the snapshot's); two range grants in one file, the other task's range moving down."""
+    repo = make_repo({"a.txt": numbered(30), "b.txt": numbered(9)})
+    grants = {"A": "a.txt:1-10", "B": "a.txt:20-30"} if scene == "ranges" else \
+        {"A": "a.txt", "B": "b.txt"}
+    for tid, grant in grants.items():
+        ok(coord(repo, "assign", tid, "--title", tid, "--expect", "e", "--write", grant))
+        ok(worker(repo, "start", tid))
+    set_line(repo, "a.txt", 5, "A's line\nand one more")
+    if scene == "ranges":
+        set_line(repo, "a.txt", 25, "B's line")
+    elif scene == "beside":
+        set_line(repo, "b.txt", 5, "B's line")
+    ok(worker(repo, "done", "A"))
+    started = traced(tmp_path)("coord", repo, "accept", "A")
+    assert len(started) <= ACCEPT_MOST, "\n".join(started)
+    assert git(repo, "show", "HEAD:a.txt") == numbered(30).replace("line 5\n",
+                                                                    "A's line\nand one more\n")
+    tasks = {t["id"]: t for t in ok(coord(repo, "status"))["tasks"]}
+    assert tasks["A"]["state"] == "accepted"
+    assert tasks["B"]["grants"] == (["a.txt:21-31"] if scene == "ranges" else ["b.txt"])
