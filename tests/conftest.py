@@ -56,6 +56,12 @@ def hermetic(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monke
     monkeypatch.setenv("PATH", f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
     (home / ".gitconfig").write_text("[init]\n\tdefaultBranch = main\n")
     yield
+    # A test that calls the core directly (not through a command, which closes them at its
+    # end) leaves this process's `cat-file` readers open: end them, so no test inherits
+    # another's readers, and the suite's processes do not pile up.
+    git_module = sys.modules.get("hunkwise.shared.git")
+    if git_module is not None:
+        git_module.close_readers()
 
 
 def git(repo: Path, *args: str, input: bytes | None = None, check: bool = True) -> str:
