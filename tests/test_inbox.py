@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import BIN, ROOT, Result, git, numbered, set_line, write
+from tests.conftest import ROOT, Result, git, numbered, set_line, write
 
 Cli = Callable[..., Result]
 SESS = "sess-20260101-0900-worker@box"
@@ -129,9 +129,39 @@ def revision(report: dict[str, Any], rev: int, **changes: Any) -> dict[str, Any]
 
 N_WORKERS = 32
 
+# Loads the worker once, then forks one process per task; each runs `worker done TASK
+# --json` through main(argv) and leaves its exit code and output in OUT. The 32 are
+# separate processes delivering at once, started within a few milliseconds of each other
+# rather than spread over the seconds that 32 interpreter starts take on a small machine.
+FORKING_WORKERS = r"""
+import contextlib, io, json, os, sys
+out_dir, *tasks = sys.argv[1:]
+from hunkwise.worker import cli, lifecycle  # noqa: F401 - loaded before the fork
+children = {}
+for t in tasks:
+    pid = os.fork()
+    if pid == 0:
+        out, err = io.StringIO(), io.StringIO()
+        code = 70
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                code = cli.main(["done", t, "--json"])
+        except BaseException:
+            import traceback
+            err.write(traceback.format_exc())
+        finally:
+            with open(os.path.join(out_dir, t + ".json"), "w") as f:
+                json.dump({"code": code, "out": out.getvalue(), "err": err.getvalue()}, f)
+            os._exit(0)
+    children[pid] = t
+for _ in tasks:
+    pid, status = os.wait()
+    assert os.waitstatus_to_exitcode(status) == 0, (children[pid], status)
+"""
+
 
 @pytest.mark.slow
-def test_32_workers_deliver_at_once(make_repo, coord) -> None:
+def test_32_workers_deliver_at_once(make_repo, coord, tmp_path) -> None:
     ids = [f"t{i:02d}" for i in range(N_WORKERS)]
     repo = make_repo({f"src/{t}.txt": numbered(5) for t in ids})
     for t in ids:
@@ -139,12 +169,13 @@ def test_32_workers_deliver_at_once(make_repo, coord) -> None:
     for i, t in enumerate(ids):
         core_start(repo, t, session=f"sess-20260101-0900-w{i}@box")
         set_line(repo, f"src/{t}.txt", 3, f"edited by {t}")
-    procs = [subprocess.Popen([str(BIN / "worker"), "done", t, "--json"], cwd=repo,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ))
-             for t in ids]
-    outs = [p.communicate(timeout=180) for p in procs]
-    for t, p, (out, err) in zip(ids, procs, outs, strict=True):
-        assert p.returncode == 0, f"{t}: {out.decode()} {err.decode()}"
+    results = tmp_path / "results"
+    results.mkdir()
+    subprocess.run([sys.executable, "-c", FORKING_WORKERS, str(results), *ids], cwd=repo,
+                   env=dict(os.environ), check=True, timeout=180)
+    outs = {t: json.loads((results / f"{t}.json").read_text()) for t in ids}
+    for t, r in outs.items():
+        assert r["code"] == 0, f"{t}: {r['out']} {r['err']}"
 
     from hunkwise import inbox
 
@@ -159,7 +190,7 @@ def test_32_workers_deliver_at_once(make_repo, coord) -> None:
     for t, report in by_task.items():
         assert [c.path for c in report.changes] == [f"src/{t}.txt"]
         assert report.revision == 1
-    delivered_files = {json.loads(out)["report"]["file"] for out, _err in outs}
+    delivered_files = {json.loads(r["out"])["report"]["file"] for r in outs.values()}
     assert delivered_files == {str(p) for p in new}
     assert set(task_states(repo).values()) == {"reported"}
     r = coord(repo, "inbox")
