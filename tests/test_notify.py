@@ -56,6 +56,7 @@ def watch_once(coord: Cli, repo: Path) -> dict[str, Any]:
 
 # ---- once each, across restarts ----------------------------------------------------------------
 
+@pytest.mark.slow
 def test_each_event_is_notified_once_across_watcher_restarts(make_repo, coord: Cli, worker: Cli,
                                                             tmp_path: Path) -> None:
     log = tmp_path / "log"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from hunkwise.shared.ownership import glob_matches
 
 from tests.conftest import BIN, git, git_bytes, numbered, write
@@ -70,6 +71,7 @@ def test_accept_refuses_a_task_sent_back_while_it_was_being_accepted(make_repo, 
     assert tasks["A"]["state"] == "changes_requested"
 
 
+@pytest.mark.slow
 def test_a_done_in_flight_loses_to_a_recovery(make_repo, coord, worker) -> None:
     repo = make_repo({"a.txt": "1\n", "coord.toml": "[claims]\nttl_seconds = 1\n"})
     # The check outlives the claim, then another session recovers and restarts the task.

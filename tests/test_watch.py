@@ -7,6 +7,7 @@ import signal
 import subprocess
 from pathlib import Path
 
+import pytest
 from hunkwise import inbox
 from hunkwise.shared.context import open_repo
 
@@ -45,6 +46,7 @@ def _notified(log: Path) -> list[dict]:
     return [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
 
 
+@pytest.mark.slow
 def test_fifty_reports_at_once_notify_once_each(make_repo, coord, worker, tmp_path: Path) -> None:
     log = tmp_path / "notify.log"
     repo, _ = _setup(make_repo, coord, worker, 50, log)
@@ -64,6 +66,7 @@ def test_fifty_reports_at_once_notify_once_each(make_repo, coord, worker, tmp_pa
     assert len(coord(repo, "inbox").doc["reports"]) == 50
 
 
+@pytest.mark.slow
 def test_report_written_while_not_running_is_caught_once(make_repo, coord, worker,
                                                          tmp_path: Path) -> None:
     log = tmp_path / "notify.log"
