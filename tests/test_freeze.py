@@ -668,14 +668,27 @@ def test_thaw_then_verify_is_not_frozen(make_repo: MakeRepo, coord: Cli) -> None
 # ---- the race: eight workers against one freeze -------------------------------------------------
 
 # One driver process per worker: it runs its `worker` commands one after another in
-# itself (`main(argv)`, as the suite's in-process runs do), so the eight race each other
-# and the freeze as eight processes without paying an interpreter start per command.
+# itself (`main(argv)`, as the suite's in-process runs do; the executable with
+# HUNKWISE_TEST_PROCESS=1), so the eight race each other and the freeze as eight processes
+# without paying an interpreter start per command.
 DRIVER = r"""
-import contextlib, io, json, os, sys, time
+import contextlib, io, json, os, subprocess, sys, time
 repo, session, log, stop, *tasks = sys.argv[1:]
 os.environ["COORD_SESSION"] = session
 os.chdir(repo)
-from hunkwise.worker.cli import main
+if os.environ.get("HUNKWISE_TEST_PROCESS") == "1":
+    exe = os.path.join(os.path.dirname(sys.executable), "worker")
+
+    def run(argv):
+        p = subprocess.run([exe, *argv], capture_output=True, text=True)
+        return p.returncode, p.stderr
+else:
+    from hunkwise.worker.cli import main
+
+    def run(argv):
+        err = io.StringIO()
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+            return main(argv), err.getvalue()
 mine = os.path.join(repo, session.split("@")[1])
 os.makedirs(mine, exist_ok=True)
 with open(log, "a") as out:
@@ -687,11 +700,9 @@ with open(log, "a") as out:
                 with open(os.path.join(mine, tid + ".txt"), "w") as f:
                     f.write(tid + "\n")
             t0 = time.time()
-            err = io.StringIO()
-            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
-                rc = main([*args, "--json"])
+            rc, err = run([*args, "--json"])
             out.write(json.dumps({"cmd": args[0], "task": tid, "rc": rc,
-                                  "t0": t0, "err": err.getvalue()[-300:]}) + "\n")
+                                  "t0": t0, "err": err[-300:]}) + "\n")
             out.flush()
 """
 

@@ -130,33 +130,44 @@ def revision(report: dict[str, Any], rev: int, **changes: Any) -> dict[str, Any]
 N_WORKERS = 32
 
 # Loads the worker once, then forks one process per task; each runs `worker done TASK
-# --json` through main(argv) and leaves its exit code and output in OUT. The 32 are
-# separate processes delivering at once, started within a few milliseconds of each other
-# rather than spread over the seconds that 32 interpreter starts take on a small machine.
+# --json` through main(argv) (or execs the executable, with HUNKWISE_TEST_PROCESS=1),
+# leaving its output in OUT/TASK.out and .err and its exit code in OUT/codes.json. The 32
+# are separate processes delivering at once, started within milliseconds of each other
+# rather than spread over the seconds 32 interpreter starts take on a small machine.
 FORKING_WORKERS = r"""
-import contextlib, io, json, os, sys
+import contextlib, io, json, os, sys, traceback
 out_dir, *tasks = sys.argv[1:]
+as_process = os.environ.get("HUNKWISE_TEST_PROCESS") == "1"
 from hunkwise.worker import cli, lifecycle  # noqa: F401 - loaded before the fork
 children = {}
 for t in tasks:
     pid = os.fork()
     if pid == 0:
-        out, err = io.StringIO(), io.StringIO()
-        code = 70
+        argv = ["done", t, "--json"]
+        where = os.path.join(out_dir, t)
+        if as_process:
+            for fd, suffix in ((1, ".out"), (2, ".err")):
+                os.dup2(os.open(where + suffix, os.O_WRONLY | os.O_CREAT, 0o644), fd)
+            exe = os.path.join(os.path.dirname(sys.executable), "worker")
+            os.execv(exe, [exe, *argv])
+        out, err, code = io.StringIO(), io.StringIO(), 70
         try:
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                code = cli.main(["done", t, "--json"])
+                code = cli.main(argv)
         except BaseException:
-            import traceback
             err.write(traceback.format_exc())
         finally:
-            with open(os.path.join(out_dir, t + ".json"), "w") as f:
-                json.dump({"code": code, "out": out.getvalue(), "err": err.getvalue()}, f)
-            os._exit(0)
+            for text, suffix in ((out, ".out"), (err, ".err")):
+                with open(where + suffix, "w") as f:
+                    f.write(text.getvalue())
+            os._exit(code)
     children[pid] = t
+codes = {}
 for _ in tasks:
     pid, status = os.wait()
-    assert os.waitstatus_to_exitcode(status) == 0, (children[pid], status)
+    codes[children[pid]] = os.waitstatus_to_exitcode(status)
+with open(os.path.join(out_dir, "codes.json"), "w") as f:
+    json.dump(codes, f)
 """
 
 
@@ -173,9 +184,11 @@ def test_32_workers_deliver_at_once(make_repo, coord, tmp_path) -> None:
     results.mkdir()
     subprocess.run([sys.executable, "-c", FORKING_WORKERS, str(results), *ids], cwd=repo,
                    env=dict(os.environ), check=True, timeout=180)
-    outs = {t: json.loads((results / f"{t}.json").read_text()) for t in ids}
-    for t, r in outs.items():
-        assert r["code"] == 0, f"{t}: {r['out']} {r['err']}"
+    codes = json.loads((results / "codes.json").read_text())
+    outs = {t: ((results / f"{t}.out").read_text(), (results / f"{t}.err").read_text())
+            for t in ids}
+    for t, (out, err) in outs.items():
+        assert codes[t] == 0, f"{t}: {out} {err}"
 
     from hunkwise import inbox
 
@@ -190,7 +203,7 @@ def test_32_workers_deliver_at_once(make_repo, coord, tmp_path) -> None:
     for t, report in by_task.items():
         assert [c.path for c in report.changes] == [f"src/{t}.txt"]
         assert report.revision == 1
-    delivered_files = {json.loads(r["out"])["report"]["file"] for r in outs.values()}
+    delivered_files = {json.loads(out)["report"]["file"] for out, _err in outs.values()}
     assert delivered_files == {str(p) for p in new}
     assert set(task_states(repo).values()) == {"reported"}
     r = coord(repo, "inbox")
