@@ -49,7 +49,7 @@ def repo_with(make_repo: Callable[..., Path], notify: str, **extra: str) -> Path
 
 
 def watch_once(coord: Cli, repo: Path) -> dict[str, Any]:
-    doc = ok(coord(repo, "watch", "--timeout", "0.6", "--interval", "0.2"))
+    doc = ok(coord(repo, "watch", "--timeout", "0.3", "--interval", "0.1"))
     assert isinstance(doc, dict)
     return doc
 

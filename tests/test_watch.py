@@ -72,11 +72,11 @@ def test_report_written_while_not_running_is_caught_once(make_repo, coord, worke
     log = tmp_path / "notify.log"
     repo, _ = _setup(make_repo, coord, worker, 3, log)
     _deliver_many(repo, 2)
-    r = coord(repo, "watch", "--timeout", "1", "--interval", "0.2")
+    r = coord(repo, "watch", "--timeout", "0.3", "--interval", "0.1")
     assert r.code == 0, r.stderr
     assert sorted(d["task_id"] for d in _notified(log)) == ["t0", "t1"]
     # A second run does not notify again for what it already saw.
-    r = coord(repo, "watch", "--timeout", "1", "--interval", "0.2")
+    r = coord(repo, "watch", "--timeout", "0.3", "--interval", "0.1")
     assert r.code == 0 and len(_notified(log)) == 2
 
 
@@ -126,7 +126,7 @@ def test_watch_prints_worker_text_on_one_line_without_escapes(make_repo, coord, 
         "proposed_commit": {"subject": "s", "body": ""},
     }
     inbox.deliver(ctx.lay.inbox, json.dumps(doc).encode(), "t0", 1)
-    r = coord(repo, "watch", "--timeout", "1", "--interval", "0.2", json_out=False)
+    r = coord(repo, "watch", "--timeout", "0.3", "--interval", "0.1", json_out=False)
     lines = [x for x in r.stderr.splitlines() if x.startswith("report:")]
     assert len(lines) == 1 and "\x1b" not in r.stderr
     assert "fine\\nreport: t9" in lines[0]
