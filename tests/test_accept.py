@@ -12,7 +12,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -564,12 +563,15 @@ def test_index_lock_held_briefly_is_waited_for(make_repo: MakeRepo, coord: Cli, 
     begin(coord, worker, repo, "A", "f.txt")
     set_line(repo, "f.txt", 4, "four")
     done(worker, repo, "A", "A")
+    root = head(repo)
     lock = repo / ".git" / "index.lock"
     lock.write_bytes(b"")
     proc = subprocess.Popen([str(BIN / "coord"), "accept", "A", "--json"], cwd=repo,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ))
     try:
-        time.sleep(0.5)
+        # HEAD moves before the index is reset: from then on accept waits for the lock
+        # (up to COORD_INDEX_LOCK_WAIT, 10 s).
+        wait_until(lambda: head(repo) != root or proc.poll() is not None, what="HEAD to move")
         assert proc.poll() is None, "accept finished while index.lock was held"
         lock.unlink()
         out, err = proc.communicate(timeout=60)
@@ -1204,7 +1206,6 @@ def test_diff_attributes_change_nothing(make_repo: MakeRepo, coord: Cli, worker:
     assert blob(repo, "f.txt") == lines_with(base, l2="two by A", l9="nine by B")
 
 
-@pytest.mark.slow
 def test_index_lock_held_too_long_leaves_a_consistent_state(make_repo: MakeRepo, coord: Cli,
                                                             worker: Cli) -> None:
     repo = make_repo({"f.txt": numbered(4)})
@@ -1214,7 +1215,7 @@ def test_index_lock_held_too_long_leaves_a_consistent_state(make_repo: MakeRepo,
     done(worker, repo, "A", "A")
     lock = repo / ".git" / "index.lock"
     lock.write_bytes(b"")
-    r = coord(repo, "accept", "A", env={"COORD_INDEX_LOCK_WAIT": "1"})
+    r = coord(repo, "accept", "A", env={"COORD_INDEX_LOCK_WAIT": "0.2"})
     lock.unlink()
     # The commit landed: the state records it, and the user is told to refresh the index.
     assert r.code == 0, r.stdout + r.stderr
