@@ -11,7 +11,7 @@ import json
 import os
 import re
 import subprocess
-import time
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -976,9 +976,10 @@ def test_stray_non_utf8_file_name_does_not_block_other_tasks(make_repo: MakeRepo
 
 # ---- concurrent accepts ------------------------------------------------------------------
 
-def _popen_accept(repo: Path, tid: str) -> subprocess.Popen[bytes]:
+def _popen_accept(repo: Path, tid: str, **env: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen([str(BIN / "coord"), "accept", tid, "--json"], cwd=repo,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ))
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, **env})
 
 
 @pytest.mark.slow
@@ -1039,12 +1040,78 @@ def test_concurrent_double_accept_commits_once(make_repo: MakeRepo, coord: Cli, 
     assert blob(repo, "f.txt") == b"one\nline 2\nline 3\n"
 
 
+# The gates of the race below, run by git as the clean filter of slow.txt (so inside a
+# snapshot) and as A's reference-transaction hook. Each side waits for a state of the
+# other, never for a time; the deadline only bounds a broken run.
+RACE_GATE = r"""
+import os, sys, time
+mode, gate = sys.argv[1], sys.argv[2]
+role = os.environ.get("RACE_ROLE")
+
+def b_pid():
+    try:
+        return int(open(os.path.join(gate, "b.pid")).read())
+    except (OSError, ValueError):
+        return None
+
+def b_waits_for(*locks):
+    # B has one of these lock files of the coordinator open: while A holds them (both in
+    # the hook; the commit lock in its snapshot), B is waiting for one.
+    pid, coord = b_pid(), os.environ["RACE_COORD_DIR"]
+    paths = {os.path.join(coord, name) for name in locks}
+    try:
+        return pid is not None and any(os.readlink(f"/proc/{pid}/fd/{fd}") in paths
+                                       for fd in os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        return False
+
+def b_ended():
+    pid = b_pid()
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ", 1)[1][0] == "Z"
+    except OSError:
+        return pid is not None
+
+def until(cond):
+    deadline = time.monotonic() + 60
+    while not cond() and time.monotonic() < deadline:
+        time.sleep(0.005)
+
+def seen(name):
+    return os.path.exists(os.path.join(gate, name))
+
+def mark(name):
+    open(os.path.join(gate, name), "w").close()
+
+if mode == "filter":
+    data = sys.stdin.buffer.read()
+    if role == "A":  # A snapshots once B is under way: waiting for the lock, or snapshotting
+        mark("a-snapshots")
+        until(lambda: b_waits_for("commit") or seen("b-snapshots"))
+    elif role == "B":  # B's snapshot ends only after A has moved HEAD
+        mark("b-snapshots")
+        until(lambda: seen("a-moved-head"))
+    sys.stdout.buffer.write(data)
+else:  # A holds its window between HEAD's move and its index reset open
+    refs = sys.stdin.read()
+    if (sys.argv[3] == "committed" and role == "A" and not seen("a-moved-head")
+            and ("refs/heads/main" in refs or "HEAD" in refs)):
+        mark("a-moved-head")
+        until(lambda: b_waits_for("commit", "lock") or b_ended())
+"""
+
+
 @pytest.mark.slow
 def test_accept_racing_another_accept_is_not_index_dirty(make_repo: MakeRepo, coord: Cli,
                                                          worker: Cli, tmp_path: Path) -> None:
-    """Widen the window between A's `update-ref HEAD` and its index reset with a
-    reference-transaction hook, and slow B's snapshot with a clean filter so that B
-    validates inside that window (deterministically, with ~1 s margins)."""
+    """B's accept runs while A's is between its `update-ref HEAD` and its index reset.
+
+    A clean filter on slow.txt holds A's snapshot until B is under way (waiting for the
+    commit lock; without that lock, in its own snapshot) and holds B's snapshot until A has
+    moved HEAD; a reference-transaction hook then holds A in the window until B waits for
+    a lock A holds, or has ended. Without the commit lock B validates inside the window,
+    sees A's paths as staged and refuses with index-dirty."""
     repo = make_repo({"a.txt": "a\n", "b.txt": "b\n", "slow.txt": "s\n"})
     begin(coord, worker, repo, "A", "a.txt")
     begin(coord, worker, repo, "B", "b.txt")
@@ -1053,23 +1120,24 @@ def test_accept_racing_another_accept_is_not_index_dirty(make_repo: MakeRepo, co
     write(repo, "slow.txt", "s, unowned edit\n")
     done(worker, repo, "A", "A")
     done(worker, repo, "B", "B")
-    marker = tmp_path / "hook-slept"
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    script = tmp_path / "race_gate.py"
+    script.write_text(RACE_GATE)
     hook = repo / ".git" / "hooks" / "reference-transaction"
-    hook.write_text(f"""#!/bin/sh
-[ "$1" = committed ] || exit 0
-if grep -q 'refs/heads/main\\|HEAD' && [ ! -e '{marker}' ]; then touch '{marker}'; sleep 4; fi
-exit 0
-""")
+    hook.write_text(f"#!/bin/sh\nexec '{sys.executable}' '{script}' hook '{gate}' \"$1\"\n")
     hook.chmod(0o755)
     (repo / ".git" / "info").mkdir(exist_ok=True)
     (repo / ".git" / "info" / "attributes").write_text("slow.txt filter=slow\n")
-    git(repo, "config", "filter.slow.clean", "sleep 2; cat")
-    pa = _popen_accept(repo, "A")
-    time.sleep(1.0)
-    pb = _popen_accept(repo, "B")
+    git(repo, "config", "filter.slow.clean", f"'{sys.executable}' '{script}' filter '{gate}'")
+    coord_dir = str((repo / ".git" / "coord").resolve())
+    pa = _popen_accept(repo, "A", RACE_ROLE="A", RACE_COORD_DIR=coord_dir)
+    wait_until((gate / "a-snapshots").exists, what="A's snapshot")  # A goes first
+    pb = _popen_accept(repo, "B", RACE_ROLE="B", RACE_COORD_DIR=coord_dir)
+    (gate / "b.pid").write_text(str(pb.pid))
     out_a, err_a = pa.communicate(timeout=120)
     out_b, err_b = pb.communicate(timeout=120)
-    assert marker.exists()
+    assert (gate / "a-moved-head").exists()
     assert pa.returncode == 0, err_a.decode()
     assert pb.returncode == 0, err_b.decode()
     assert tree_of(repo) == {"a.txt": ("100644", b"a by A\n"), "b.txt": ("100644", b"b by B\n"),
@@ -1201,7 +1269,6 @@ def test_diff_attributes_change_nothing(make_repo: MakeRepo, coord: Cli, worker:
     assert blob(repo, "f.txt") == lines_with(base, l2="two by A", l9="nine by B")
 
 
-@pytest.mark.slow
 def test_index_lock_held_too_long_leaves_a_consistent_state(make_repo: MakeRepo, coord: Cli,
                                                             worker: Cli) -> None:
     repo = make_repo({"f.txt": numbered(4)})
@@ -1211,7 +1278,7 @@ def test_index_lock_held_too_long_leaves_a_consistent_state(make_repo: MakeRepo,
     done(worker, repo, "A", "A")
     lock = repo / ".git" / "index.lock"
     lock.write_bytes(b"")
-    r = coord(repo, "accept", "A", env={"COORD_INDEX_LOCK_WAIT": "1"})
+    r = coord(repo, "accept", "A", env={"COORD_INDEX_LOCK_WAIT": "0.2"})
     lock.unlink()
     # The commit landed: the state records it, and the user is told to refresh the index.
     assert r.code == 0, r.stdout + r.stderr

@@ -257,6 +257,7 @@ def differ(tmp_path_factory: pytest.TempPathFactory) -> Differ:
     return Differ(tmp_path_factory.mktemp("oracle"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("chunk", range(8))
 def test_every_accept_commits_exactly_its_tasks_edits(chunk: int, differ: Differ) -> None:
     refused_in_a = []

@@ -667,11 +667,28 @@ def test_thaw_then_verify_is_not_frozen(make_repo: MakeRepo, coord: Cli) -> None
 
 # ---- the race: eight workers against one freeze -------------------------------------------------
 
+# One driver process per worker: it runs its `worker` commands one after another in
+# itself (`main(argv)`, as the suite's in-process runs do; the executable with
+# HUNKWISE_TEST_PROCESS=1), so the eight race each other and the freeze as eight processes
+# without paying an interpreter start per command.
 DRIVER = r"""
-import json, os, subprocess, sys, time
+import contextlib, io, json, os, subprocess, sys, time
 repo, session, log, stop, *tasks = sys.argv[1:]
-worker = os.path.join(os.path.dirname(sys.executable), "worker")
-env = dict(os.environ, COORD_SESSION=session)
+os.environ["COORD_SESSION"] = session
+os.chdir(repo)
+if os.environ.get("HUNKWISE_TEST_PROCESS") == "1":
+    exe = os.path.join(os.path.dirname(sys.executable), "worker")
+
+    def run(argv):
+        p = subprocess.run([exe, *argv], capture_output=True, text=True)
+        return p.returncode, p.stderr
+else:
+    from hunkwise.worker.cli import main
+
+    def run(argv):
+        err = io.StringIO()
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+            return main(argv), err.getvalue()
 mine = os.path.join(repo, session.split("@")[1])
 os.makedirs(mine, exist_ok=True)
 with open(log, "a") as out:
@@ -683,10 +700,9 @@ with open(log, "a") as out:
                 with open(os.path.join(mine, tid + ".txt"), "w") as f:
                     f.write(tid + "\n")
             t0 = time.time()
-            p = subprocess.run([worker, *args, "--json"], cwd=repo, env=env,
-                               capture_output=True, text=True)
-            out.write(json.dumps({"cmd": args[0], "task": tid, "rc": p.returncode,
-                                  "t0": t0, "err": p.stderr[-300:]}) + "\n")
+            rc, err = run([*args, "--json"])
+            out.write(json.dumps({"cmd": args[0], "task": tid, "rc": rc,
+                                  "t0": t0, "err": err[-300:]}) + "\n")
             out.flush()
 """
 

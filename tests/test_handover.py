@@ -42,6 +42,7 @@ def handed(tmp_path: Path, make_repo: Callable[..., Path], coord: Any, worker: A
     return m
 
 
+@pytest.mark.slow
 def test_handoff_round_trip_ends_in_an_exact_commit(handed: Machines) -> None:
     m = handed
     desk, lap = m.repos["desktop"], m.repos["laptop"]

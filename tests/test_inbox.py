@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import BIN, ROOT, Result, git, numbered, set_line, write
+from tests.conftest import ROOT, Result, git, numbered, set_line, write
 
 Cli = Callable[..., Result]
 SESS = "sess-20260101-0900-worker@box"
@@ -129,9 +129,50 @@ def revision(report: dict[str, Any], rev: int, **changes: Any) -> dict[str, Any]
 
 N_WORKERS = 64
 
+# Loads the worker once, then forks one process per task; each runs `worker done TASK
+# --json` through main(argv) (or execs the executable, with HUNKWISE_TEST_PROCESS=1),
+# leaving its output in OUT/TASK.out and .err and its exit code in OUT/codes.json. The 64
+# are separate processes delivering at once, started within milliseconds of each other
+# rather than spread over the seconds 64 interpreter starts take on a small machine.
+FORKING_WORKERS = r"""
+import contextlib, io, json, os, sys, traceback
+out_dir, *tasks = sys.argv[1:]
+as_process = os.environ.get("HUNKWISE_TEST_PROCESS") == "1"
+from hunkwise.worker import cli, lifecycle  # noqa: F401 - loaded before the fork
+children = {}
+for t in tasks:
+    pid = os.fork()
+    if pid == 0:
+        argv = ["done", t, "--json"]
+        where = os.path.join(out_dir, t)
+        if as_process:
+            for fd, suffix in ((1, ".out"), (2, ".err")):
+                os.dup2(os.open(where + suffix, os.O_WRONLY | os.O_CREAT, 0o644), fd)
+            exe = os.path.join(os.path.dirname(sys.executable), "worker")
+            os.execv(exe, [exe, *argv])
+        out, err, code = io.StringIO(), io.StringIO(), 70
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                code = cli.main(argv)
+        except BaseException:
+            err.write(traceback.format_exc())
+        finally:
+            for text, suffix in ((out, ".out"), (err, ".err")):
+                with open(where + suffix, "w") as f:
+                    f.write(text.getvalue())
+            os._exit(code)
+    children[pid] = t
+codes = {}
+for _ in tasks:
+    pid, status = os.wait()
+    codes[children[pid]] = os.waitstatus_to_exitcode(status)
+with open(os.path.join(out_dir, "codes.json"), "w") as f:
+    json.dump(codes, f)
+"""
+
 
 @pytest.mark.slow
-def test_64_workers_deliver_at_once(make_repo, coord) -> None:
+def test_64_workers_deliver_at_once(make_repo, coord, tmp_path) -> None:
     ids = [f"t{i:02d}" for i in range(N_WORKERS)]
     repo = make_repo({f"src/{t}.txt": numbered(5) for t in ids})
     for t in ids:
@@ -139,12 +180,15 @@ def test_64_workers_deliver_at_once(make_repo, coord) -> None:
     for i, t in enumerate(ids):
         core_start(repo, t, session=f"sess-20260101-0900-w{i}@box")
         set_line(repo, f"src/{t}.txt", 3, f"edited by {t}")
-    procs = [subprocess.Popen([str(BIN / "worker"), "done", t, "--json"], cwd=repo,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ))
-             for t in ids]
-    outs = [p.communicate(timeout=180) for p in procs]
-    for t, p, (out, err) in zip(ids, procs, outs, strict=True):
-        assert p.returncode == 0, f"{t}: {out.decode()} {err.decode()}"
+    results = tmp_path / "results"
+    results.mkdir()
+    subprocess.run([sys.executable, "-c", FORKING_WORKERS, str(results), *ids], cwd=repo,
+                   env=dict(os.environ), check=True, timeout=180)
+    codes = json.loads((results / "codes.json").read_text())
+    outs = {t: ((results / f"{t}.out").read_text(), (results / f"{t}.err").read_text())
+            for t in ids}
+    for t, (out, err) in outs.items():
+        assert codes[t] == 0, f"{t}: {out} {err}"
 
     from hunkwise import inbox
 
@@ -159,7 +203,7 @@ def test_64_workers_deliver_at_once(make_repo, coord) -> None:
     for t, report in by_task.items():
         assert [c.path for c in report.changes] == [f"src/{t}.txt"]
         assert report.revision == 1
-    delivered_files = {json.loads(out)["report"]["file"] for out, _err in outs}
+    delivered_files = {json.loads(out)["report"]["file"] for out, _err in outs.values()}
     assert delivered_files == {str(p) for p in new}
     assert set(task_states(repo).values()) == {"reported"}
     r = coord(repo, "inbox")

@@ -49,13 +49,14 @@ def repo_with(make_repo: Callable[..., Path], notify: str, **extra: str) -> Path
 
 
 def watch_once(coord: Cli, repo: Path) -> dict[str, Any]:
-    doc = ok(coord(repo, "watch", "--timeout", "0.6", "--interval", "0.2"))
+    doc = ok(coord(repo, "watch", "--timeout", "0.3", "--interval", "0.1"))
     assert isinstance(doc, dict)
     return doc
 
 
 # ---- once each, across restarts ----------------------------------------------------------------
 
+@pytest.mark.slow
 def test_each_event_is_notified_once_across_watcher_restarts(make_repo, coord: Cli, worker: Cli,
                                                             tmp_path: Path) -> None:
     log = tmp_path / "log"

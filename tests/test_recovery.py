@@ -393,6 +393,7 @@ def _saved(repo: Path, tid: str) -> bool:
 
 # ---- coord next serves a report once ------------------------------------------------------
 
+@pytest.mark.slow
 def test_two_concurrent_next_never_serve_one_report_twice(make_repo, coord, worker) -> None:
     from tests.conftest import run_cli
 

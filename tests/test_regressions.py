@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import shlex
+import sys
 from pathlib import Path
 
 from hunkwise.shared.ownership import glob_matches
 
-from tests.conftest import BIN, git, git_bytes, numbered, write
+from tests.conftest import BIN, ROOT, git, git_bytes, numbered, write
 
 S_A = "sess-20260101-0900-worker@box-a"
 S_NEW = "sess-20260101-0901-worker@box-b"
@@ -71,9 +73,13 @@ def test_accept_refuses_a_task_sent_back_while_it_was_being_accepted(make_repo, 
 
 
 def test_a_done_in_flight_loses_to_a_recovery(make_repo, coord, worker) -> None:
-    repo = make_repo({"a.txt": "1\n", "coord.toml": "[claims]\nttl_seconds = 1\n"})
-    # The check outlives the claim, then another session recovers and restarts the task.
-    check = (f"sleep 1.5 && {BIN / 'coord'} recover A --repo {repo} >/dev/null && "
+    repo = make_repo({"a.txt": "1\n"})
+    # The check outlives the claim (aged past its TTL, as age_claims does), then another
+    # session recovers and restarts the task.
+    age = (f"import sys; sys.path.insert(0, {str(ROOT)!r}); from pathlib import Path; "
+           f"from tests.conftest import age_claims; age_claims(Path({str(repo)!r}), 'A')")
+    check = (f"{shlex.quote(sys.executable)} -c {shlex.quote(age)} && "
+             f"{BIN / 'coord'} recover A --repo {repo} >/dev/null && "
              f"{BIN / 'worker'} start A --session {S_NEW} --repo {repo} >/dev/null")
     _task(coord, worker, repo, "A", "a.txt", lambda: write(repo, "a.txt", "2\n"), check=check,
           session=S_A)

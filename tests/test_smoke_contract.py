@@ -12,6 +12,7 @@ import pytest
 SMOKE = Path(__file__).resolve().parents[2] / "shared" / "acceptance" / "smoke.py"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not SMOKE.exists(), reason="the team's shared/ folder is not beside the project")
 def test_smoke_contract_holds() -> None:
     env = dict(os.environ)

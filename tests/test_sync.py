@@ -121,6 +121,7 @@ def test_signals_round_trip(machines: Machines) -> None:
                 if s["type"] == "BLOCKED_ON"]) == 1
 
 
+@pytest.mark.slow
 def test_review_on_the_laptop_gates_accept(machines: Machines) -> None:
     m = machines
     built_task(m)
@@ -336,6 +337,7 @@ def test_a_remote_verdict_closes_the_request_it_answers(machines: Machines) -> N
     assert [s["state"] for s in ready] == ["delivered"]
 
 
+@pytest.mark.slow
 def test_compaction_keeps_every_record_readable_and_never_forces_a_push(
         machines: Machines, monkeypatch: pytest.MonkeyPatch) -> None:
     from hunkwise.shared import sync

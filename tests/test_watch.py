@@ -7,6 +7,7 @@ import signal
 import subprocess
 from pathlib import Path
 
+import pytest
 from hunkwise import inbox
 from hunkwise.shared.context import open_repo
 
@@ -45,6 +46,7 @@ def _notified(log: Path) -> list[dict]:
     return [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
 
 
+@pytest.mark.slow
 def test_fifty_reports_at_once_notify_once_each(make_repo, coord, worker, tmp_path: Path) -> None:
     log = tmp_path / "notify.log"
     repo, _ = _setup(make_repo, coord, worker, 50, log)
@@ -64,16 +66,17 @@ def test_fifty_reports_at_once_notify_once_each(make_repo, coord, worker, tmp_pa
     assert len(coord(repo, "inbox").doc["reports"]) == 50
 
 
+@pytest.mark.slow
 def test_report_written_while_not_running_is_caught_once(make_repo, coord, worker,
                                                          tmp_path: Path) -> None:
     log = tmp_path / "notify.log"
     repo, _ = _setup(make_repo, coord, worker, 3, log)
     _deliver_many(repo, 2)
-    r = coord(repo, "watch", "--timeout", "1", "--interval", "0.2")
+    r = coord(repo, "watch", "--timeout", "0.3", "--interval", "0.1")
     assert r.code == 0, r.stderr
     assert sorted(d["task_id"] for d in _notified(log)) == ["t0", "t1"]
     # A second run does not notify again for what it already saw.
-    r = coord(repo, "watch", "--timeout", "1", "--interval", "0.2")
+    r = coord(repo, "watch", "--timeout", "0.3", "--interval", "0.1")
     assert r.code == 0 and len(_notified(log)) == 2
 
 
@@ -123,7 +126,7 @@ def test_watch_prints_worker_text_on_one_line_without_escapes(make_repo, coord, 
         "proposed_commit": {"subject": "s", "body": ""},
     }
     inbox.deliver(ctx.lay.inbox, json.dumps(doc).encode(), "t0", 1)
-    r = coord(repo, "watch", "--timeout", "1", "--interval", "0.2", json_out=False)
+    r = coord(repo, "watch", "--timeout", "0.3", "--interval", "0.1", json_out=False)
     lines = [x for x in r.stderr.splitlines() if x.startswith("report:")]
     assert len(lines) == 1 and "\x1b" not in r.stderr
     assert "fine\\nreport: t9" in lines[0]
