@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from hunkwise.shared import diff, snapshot
+from hunkwise.shared import git as hgit
 
 from tests.conftest import Result, git, numbered, run_cli, set_line, write
 
@@ -115,6 +116,7 @@ def test_the_patch_read_with_the_raw_diff_is_the_patch_read_alone(make_repo: Mak
     assert together == alone
     assert len(alone) == len(odd) + 7 and sum(len(c.hunks) for c in alone) > len(odd)
     assert some == [c for c in alone if c.path in ("sub/dir/x.txt", "tab\there")]
+    hgit.close_readers()
 
 
 # ---- the snapshot's re-read ------------------------------------------------------------
@@ -142,6 +144,7 @@ def test_a_file_git_converts_on_the_way_in_is_reread_through_git(make_repo: Make
     snap = snapshot.take(repo)
     assert git(repo, "cat-file", "blob", f"{snap.tree}:w.crlf") == "y\nz\n"
     assert git(repo, "cat-file", "blob", f"{snap.tree}:a.txt") == "b\n"
+    hgit.close_readers()
 
 
 # ---- coord accept --------------------------------------------------------------------------

@@ -314,6 +314,7 @@ def test_the_commands_one_reader_sees_refs_moved_and_objects_written_after_it_st
     must answer for HEAD as it is now, and find an object written after it started."""
     from hunkwise.shared import git as g
 
+    g.close_readers()  # those of other repos this test process read in-process before
     repo = make_repo({"a.txt": "one\n"})
     first, tree = g.head_and_tree(repo)
     assert first is not None and g.file_at(repo, "HEAD", "a.txt") == b"one\n"
