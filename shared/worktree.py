@@ -3,14 +3,19 @@
 Workers edit the tree while the coordinator restores, discards or reverts, so every write
 replaces a file only if it still holds what was read: check, write a temp file beside it,
 check again, rename over it, and check that nobody wrote into the old file in between
-(a hard link keeps it at hand to put back). When any file moved, nothing is left written
-and the command is refused with "changed while this ran, retry" (exit 3). Contents go
-through git's smudge filters (`cat-file --filters`), as a checkout would write them.
+(a hard link keeps it at hand to put back). A process that opened the old file for
+writing before the rename still writes into it: the replaced file is kept until no process
+holds it open for writing (asked of the kernel with a read lease, which it refuses while
+anyone does), then checked once more; one still held after LATE_WAIT_S counts as changed.
+When any file moved, nothing is left written and the command is refused with "changed
+while this ran, retry" (exit 3). Contents go through git's smudge filters
+(`cat-file --filters`), as a checkout would write them.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import time
 from collections.abc import Mapping
@@ -108,7 +113,57 @@ class _Done:
     key: Key  # what it holds now: ours
 
 
-SETTLE_S = 0.01
+SETTLE_S = 0.01  # where the kernel cannot say who holds a file open: wait this long
+LATE_WAIT_S = 2.0  # longest wait for a writer of a replaced file to close it
+
+
+def _held_for_writing(path: Path) -> bool | None:
+    """Does some process hold this file open for writing? None where the kernel cannot
+    tell us (no leases: not Linux, a file system without them, a file not ours).
+
+    A read lease is granted only while no one has the file open for writing; taken and
+    given back at once, it answers the question without blocking anyone (readers, such
+    as `tail -f`, do not count: they cannot write into it)."""
+    import fcntl
+
+    setlease = getattr(fcntl, "F_SETLEASE", None)
+    if setlease is None:
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        fcntl.fcntl(fd, setlease, fcntl.F_RDLCK)
+    except OSError as e:
+        return True if e.errno == errno.EAGAIN else None
+    else:
+        fcntl.fcntl(fd, setlease, fcntl.F_UNLCK)
+        return False
+    finally:
+        os.close(fd)
+
+
+def _wait_for_writers(baks: list[Path]) -> bool:
+    """Wait until no process holds any of these replaced files open for writing; False
+    if one still does after LATE_WAIT_S (its next write would be lost: count it as
+    changed)."""
+    deadline = time.monotonic() + LATE_WAIT_S
+    unknown = False
+    for bak in baks:
+        while True:
+            held = _held_for_writing(bak)
+            if held is None:
+                unknown = True
+                break
+            if not held:
+                break
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.002)
+    if unknown:
+        time.sleep(SETTLE_S)
+    return True
 
 
 def write_entries(repo: Path, entries: Mapping[str, tuple[str, str] | None],
@@ -163,11 +218,13 @@ def write_entries(repo: Path, entries: Mapping[str, tuple[str, str] | None],
                 d.rmdir()
         raise
     # A writer that opened a file before it was replaced writes into the old file (kept
-    # as the .bak link) a moment later: give such writes a moment to land, look once
-    # more, and put the old file back rather than lose them.
-    if any(d_.bak is not None for d_ in done):
-        time.sleep(SETTLE_S)
-        late = [d_ for d_ in done if d_.bak is not None and _key(d_.bak) != keys[d_.path]]
+    # as the .bak link) after it: wait until no one holds the old file open for writing,
+    # look once more, and put the old file back rather than lose such a write.
+    baks = [d_ for d_ in done if d_.bak is not None]
+    if baks:
+        closed = _wait_for_writers([d_.bak for d_ in baks if d_.bak is not None])
+        late = [d_ for d_ in baks
+                if not closed or d_.bak is None or _key(d_.bak) != keys[d_.path]]
         if late:
             _roll_back(done)
             raise _changed(late[0].path)
