@@ -460,18 +460,22 @@ def test_a_cancelled_verify_cleans_up_its_worktree_and_command(
                 pidfile.exists() and pidfile.read_text().strip()):
             time.sleep(0.02)
         pid = int(pidfile.read_text())
+        stat = Path(f"/proc/{pid}/stat")
+        # The process is known by its pid and its start time: a busy machine (pid_max is
+        # often 32768) may give a dead process's pid to a new one within seconds.
+        born = stat.read_text().rsplit(")", 1)[1].split()[19]
         proc.send_signal(sig)
         proc.communicate(timeout=60)
 
         assert proc.returncode != 0
         assert len(worktrees(repo)) == 1, git(repo, "worktree", "list")
-        status = Path(f"/proc/{pid}/status")
 
         def gone() -> bool:
             try:
-                return "State:\tZ" in status.read_text()  # killed, not yet reaped
+                fields = stat.read_text().rsplit(")", 1)[1].split()
             except OSError:
                 return True
+            return fields[0] == "Z" or fields[19] != born  # killed, not yet reaped; or reused
 
         # SIGKILL was sent before verify exited; a loaded machine may take a moment to
         # carry it out, so wait for the condition instead of sampling once.
