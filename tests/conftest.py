@@ -36,15 +36,43 @@ def pytest_configure(config: pytest.Config) -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The tests marked slow run first (otherwise in file order).
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto`: one worker more than the CPUs this process may use.
 
-    xdist gives each worker a run of the collection in this order and lets a worker that
-    ran out take the last tests of another's run: with the long tests first, the suite
-    ends on short ones on every worker, instead of one worker still running a long test
-    that happened to come late while the others sit idle.
+    A good share of the suite waits rather than computes (on real processes, locks, the
+    backoff of commands retrying against a writer), and a spare worker runs meanwhile.
     """
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        cpus = os.cpu_count() or 1
+    return cpus + 1
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The tests marked slow first, shared out among the xdist workers.
+
+    xdist (`--dist worksteal`) hands each worker a run of the collection in this order,
+    and a worker that ran out takes the last tests of another's run. So each run starts
+    with its share of the slow tests (dealt in turn) and goes on with the fast ones in
+    file order: the suite ends on short tests on every worker, instead of one worker
+    running a long test alone at the end.
+    """
+    slow = [item for item in items if item.get_closest_marker("slow") is not None]
+    fast = [item for item in items if item.get_closest_marker("slow") is None]
+    workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
+    sizes, left = [], len(items)
+    for i in range(workers):  # as xdist splits the collection among idle workers
+        sizes.append(left // (workers - i))
+        left -= sizes[-1]
+    runs: list[list[pytest.Item]] = [[] for _ in sizes]
+    for i, item in enumerate(slow):
+        runs[i % workers].append(item)
+    for run, size in zip(runs, sizes, strict=True):
+        while len(run) < size and fast:
+            run.append(fast.pop(0))
+    items[:] = [item for run in runs for item in run] + fast
 
 
 @pytest.fixture(autouse=True)
