@@ -85,11 +85,20 @@ def run_command(cmd: str, cwd: Path, timeout: float, *, label: str | None = None
             emit_line(buf, cut)
 
     full_env = {**os.environ, **(env or {}), MARK: token}
-    proc = subprocess.Popen(["/bin/sh", "-c", cmd], cwd=str(cwd), env=full_env,
-                            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+    # An interruption that arrives while the command is being started is held until it
+    # has started (the command may already run, and must then be killed with its group):
+    # a Ctrl-C or a CI cancel in that moment used to leave it running.
+    saved, held = _hold_interruptions()
+    try:
+        proc = subprocess.Popen(["/bin/sh", "-c", cmd], cwd=str(cwd), env=full_env,
+                                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    except BaseException:
+        _release(saved, held)
+        raise
     try:  # at once: an interruption from here on must take the command's group with it
+        _release(saved, held)
         reader = threading.Thread(target=pump, args=(proc,), daemon=True)
         reader.start()
         if stdin is not None:
@@ -106,6 +115,31 @@ def run_command(cmd: str, cwd: Path, timeout: float, *, label: str | None = None
     _kill_marked(token)  # what it left running in the background goes with it
     reader.join(timeout=5)
     return Ran(code, round(time.monotonic() - start, 3), list(tail))
+
+
+_INTERRUPTIONS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _hold_interruptions() -> tuple[dict[int, object], list[int]]:
+    """Hold SIGINT and SIGTERM (main thread only: signals reach no other); what arrives
+    meanwhile is listed, and `_release` hands it to the handlers it was held from."""
+    held: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        return {}, held
+    saved = {s: signal.signal(s, lambda signum, _frame: held.append(signum))
+             for s in _INTERRUPTIONS}
+    return cast(dict[int, object], saved), held
+
+
+def _release(saved: dict[int, object], held: list[int]) -> None:
+    for s, handler in saved.items():
+        signal.signal(s, cast(signal.Handlers, handler))
+    for s in dict.fromkeys(held):
+        handler = saved[s]
+        if callable(handler):
+            handler(s, None)  # SIGINT's default handler raises KeyboardInterrupt; verify's too
+        elif handler == signal.SIG_DFL:
+            signal.raise_signal(s)
 
 
 def _feed(proc: subprocess.Popen[bytes], data: bytes) -> None:

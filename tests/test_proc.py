@@ -60,3 +60,38 @@ def test_worker_done_shows_the_failing_checks_output(make_repo, coord, worker) -
     assert "AssertionError: 2 != 3" in r.stderr
     assert r.stderr.splitlines()[0].startswith("worker: A: check failed")
     assert os.listdir(repo / ".git/coord/inbox/new") == []
+
+
+def test_an_interruption_while_the_command_starts_still_kills_it(tmp_path: Path,
+                                                                  monkeypatch) -> None:
+    """Ctrl-C (or a CI cancel) that lands after the command started but before the start
+    returned: the command and its children are killed, not left running."""
+    import signal
+    import subprocess
+    import threading
+
+    import pytest
+
+    from hunkwise.shared import proc
+
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signals reach the main thread only")
+    pidfile = tmp_path / "sleeper.pid"
+    real = subprocess.Popen
+
+    def popen_then_interrupted(*a: object, **k: object) -> subprocess.Popen[bytes]:
+        started = real(*a, **k)  # type: ignore[call-overload]
+        wait_until(lambda: pidfile.exists() and pidfile.read_text().strip(), what="the command")
+        os.kill(os.getpid(), signal.SIGINT)
+        wait_until(lambda: True)  # a Python call: the pending signal is handled here
+        return started
+
+    monkeypatch.setattr(proc.subprocess, "Popen", popen_then_interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        run_command(f"sleep 30 & echo $! > {shlex.quote(str(pidfile))}; wait", tmp_path, 60)
+    pid = int(pidfile.read_text())
+    try:
+        wait_until(lambda: not _alive(pid), timeout=15, what=f"the command (pid {pid}) to die")
+    finally:
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
