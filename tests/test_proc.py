@@ -71,7 +71,6 @@ def test_an_interruption_while_the_command_starts_still_kills_it(tmp_path: Path,
     import threading
 
     import pytest
-
     from hunkwise.shared import proc
 
     if threading.current_thread() is not threading.main_thread():
