@@ -143,9 +143,19 @@ def _reread_agrees(repo: Path, base: str, tree: str, patch: bool = False) -> boo
         if rc != 0 or out.decode().split() != [c.new_oid for c in hashed]:
             return False
     # A writer between truncating a file and writing it leaves it empty for a while: the
-    # stat data must hold for longer than such a gap, not just for one quick hash.
+    # stat data must hold for longer than such a gap, not just for one quick hash; and an
+    # empty file that some process holds open for writing is such a gap however long it
+    # lasts (a writer descheduled on a loaded machine), where the kernel can tell.
     time.sleep(max(0.0, SETTLE_S - (time.monotonic() - since)))
-    return all(_stat_key(f) == before[p] for p, f in full.items())
+    if not all(_stat_key(f) == before[p] for p, f in full.items()):
+        return False
+    empty = [f for p, f in full.items()
+             if (k := before[p]) is not None and k[2] == 0 and stat.S_ISREG(k[1])]
+    if empty:
+        from .worktree import held_for_writing
+
+        return not any(held_for_writing(Path(f)) for f in empty)
+    return True
 
 
 def _blob_id(path: str, fmt: str) -> str | None:

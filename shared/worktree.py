@@ -117,7 +117,7 @@ SETTLE_S = 0.01  # where the kernel cannot say who holds a file open: wait this 
 LATE_WAIT_S = 2.0  # longest wait for a writer of a replaced file to close it
 
 
-def _held_for_writing(path: Path) -> bool | None:
+def held_for_writing(path: Path) -> bool | None:
     """Does some process hold this file open for writing? None where the kernel cannot
     tell us (no leases: not Linux, a file system without them, a file not ours).
 
@@ -152,7 +152,7 @@ def _wait_for_writers(baks: list[Path]) -> bool:
     unknown = False
     for bak in baks:
         while True:
-            held = _held_for_writing(bak)
+            held = held_for_writing(bak)
             if held is None:
                 unknown = True
                 break

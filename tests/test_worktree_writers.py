@@ -108,3 +108,41 @@ def test_a_reader_holding_the_file_open_does_not_hold_the_write_up(make_repo, mo
         assert box["result"] == "written"
         assert reader.read() == b"one\n"
     assert (repo / "f.txt").read_bytes() == b"two\n"
+
+
+# Truncates the file (as `open(path, "w")` does), says so, writes when told to, closes.
+TRUNCATOR = r"""
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_TRUNC)
+print("open", flush=True)
+sys.stdin.readline()
+os.write(fd, b"new content\n")
+os.close(fd)
+print("closed", flush=True)
+"""
+
+
+def test_a_snapshot_never_takes_a_file_emptied_by_a_writer_still_writing(make_repo) -> None:
+    """A writer that truncated a file and has not written it yet (descheduled on a loaded
+    machine, however long) leaves it empty: a snapshot must not report it emptied."""
+    from hunkwise.shared import snapshot
+
+    repo = make_repo({"gen.txt": "old content\n"})
+    holder = subprocess.Popen([sys.executable, "-c", TRUNCATOR, str(repo / "gen.txt")],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdin is not None
+        assert holder.stdout.readline() == "open\n"
+        assert (repo / "gen.txt").read_bytes() == b""
+        with pytest.raises(StateRefused) as e:
+            snapshot.take(repo)
+        assert "tree changing, retry" in e.value.message
+        holder.stdin.write("go\n")
+        holder.stdin.flush()
+        assert holder.stdout.readline() == "closed\n"
+        snap = snapshot.take(repo)
+        assert g.file_at(repo, snap.tree, "gen.txt") == b"new content\n"
+    finally:
+        holder.kill()
+        holder.wait()
+        g.close_readers()
