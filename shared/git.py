@@ -270,6 +270,84 @@ def close_readers() -> None:
         reader.close()
 
 
+TreeEntries = Mapping[str, tuple[str, str]]  # {name: (mode, oid)} of one tree level
+
+
+def read_tree(repo: Path, treeish: str) -> dict[str, tuple[str, str]] | None:
+    """{name: (mode, oid)} of one tree level, as `ls-tree` lists it (modes six digits),
+    read through the command's reader; None when `treeish` names no tree.
+
+    `REV:PATH` is read as it is (the object at PATH); anything else is peeled to its tree,
+    so a commit gives its root tree.
+    """
+    name = treeish if ":" in treeish else f"{treeish}^{{tree}}"
+    found = read_objects(repo, [name])[0]
+    if found is None or found[1] != "tree":
+        return None
+    raw, size = found[2], HEX_LENGTHS[object_format(repo)] // 2
+    entries: dict[str, tuple[str, str]] = {}
+    at = 0
+    while at < len(raw):
+        space = raw.index(b" ", at)
+        nul = raw.index(b"\0", space)
+        mode = raw[at:space].decode().rjust(6, "0")
+        entries[raw[space + 1:nul].decode("utf-8", "surrogateescape")] = \
+            (mode, raw[nul + 1:nul + 1 + size].hex())
+        at = nul + 1 + size
+    return entries
+
+
+def tree_id(repo: Path, entries: TreeEntries) -> Sha:
+    """The id git gives the tree of these entries (sorted as git sorts them: a tree's name
+    as if it ended in `/`), computed here without writing it."""
+    import hashlib
+
+    def key(item: tuple[str, tuple[str, str]]) -> bytes:
+        name = item[0].encode("utf-8", "surrogateescape")
+        return name + b"/" if item[1][0] == "040000" else name
+
+    body = b"".join(mode.lstrip("0").encode() + b" " + name.encode("utf-8", "surrogateescape")
+                    + b"\0" + bytes.fromhex(oid)
+                    for name, (mode, oid) in sorted(entries.items(), key=key))
+    h = hashlib.new(object_format(repo))
+    h.update(b"tree %d\0" % len(body) + body)
+    return Sha(h.hexdigest())
+
+
+def blob_id(repo: Path, data: bytes) -> Sha:
+    """The id git gives these bytes as a blob (unfiltered), computed without writing it."""
+    import hashlib
+
+    h = hashlib.new(object_format(repo))
+    h.update(b"blob %d\0" % len(data) + data)
+    return Sha(h.hexdigest())
+
+
+def make_trees(repo: Path, trees: Sequence[TreeEntries]) -> list[Sha]:
+    """Write these trees with one `mktree --batch` and return their ids.
+
+    A tree may name one listed before it (its id from `tree_id`): git writes them in
+    order, each checked against what git says it wrote. Empty subtrees are kept, as
+    `mktree` keeps them (fast-import would drop them).
+    """
+    if not trees:
+        return []
+    records = []
+    for entries in trees:
+        for name, (mode, oid) in sorted(entries.items()):
+            if "\0" in name or "/" in name or not name:
+                raise UsageError(f"unwritable tree entry name {name!r}")
+            kind = "tree" if mode == "040000" else "commit" if mode == "160000" else "blob"
+            records.append(f"{mode} {kind} {oid}\t".encode()
+                           + name.encode("utf-8", "surrogateescape") + b"\0")
+        records.append(b"\0")
+    out = run(repo, "mktree", "-z", "--batch", input=b"".join(records)).decode().split()
+    expected = [tree_id(repo, entries) for entries in trees]
+    if out != expected:
+        raise GitError(("mktree", "--batch"), -1, b"wrote other trees than were asked for")
+    return expected
+
+
 def head_and_tree(repo: Path) -> tuple[Sha | None, Sha]:
     """HEAD's commit and tree; (None, the empty tree) on an unborn branch."""
     found = read_objects(repo, ["HEAD"])[0]

@@ -9,10 +9,11 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 from . import git, store
 from .context import Ctx
+from .errors import UsageError
 
 OWN = "refs/hunkwise/m"
 SEEN = "refs/hunkwise/remote"
@@ -34,13 +35,20 @@ def gen_ref(prefix: str, machine: str, gen: int) -> str:
     return f"{prefix}/{machine}/records" + (f"-{gen}" if gen else "")
 
 
-def generations(repo: Path, prefix: str, machine: str) -> dict[int, str]:
-    """{generation: commit} of a machine's chain refs under `prefix` (own or seen)."""
+def chain_refs(repo: Path, machine: str) -> dict[str, str]:
+    """{ref: commit} of a machine's chain refs, its own and the fetched copies, listed by one
+    `for-each-ref`."""
     out = git.run(repo, "for-each-ref", "--format=%(refname) %(objectname)",
-                  f"{prefix}/{machine}/")
+                  f"{OWN}/{machine}/", f"{SEEN}/{machine}/")
+    return dict(line.partition(" ")[::2] for line in out.decode().split("\n") if line)
+
+
+def generations(repo: Path, prefix: str, machine: str,
+                refs: dict[str, str] | None = None) -> dict[int, str]:
+    """{generation: commit} of a machine's chain refs under `prefix` (own or seen), from
+    `refs` (chain_refs) when given."""
     found: dict[int, str] = {}
-    for line in out.decode().split("\n"):
-        name, _, oid = line.partition(" ")
+    for name, oid in (chain_refs(repo, machine) if refs is None else refs).items():
         m = _GEN_RE.fullmatch(name.rpartition("/")[2])
         if m and name.rpartition("/")[0] == f"{prefix}/{machine}":
             found[int(m["n"] or 0)] = oid
@@ -52,11 +60,12 @@ def gen_number(ref: str) -> int:
     return int(m["n"] or 0) if m else 0
 
 
-def own_ref(machine: str, repo: Path | None = None) -> str:
+def own_ref(machine: str, repo: Path | None = None, refs: dict[str, str] | None = None) -> str:
     """This machine's chain ref: the highest generation it or the remote holds."""
     if repo is None:
         return gen_ref(OWN, machine, 0)
-    gens = set(generations(repo, OWN, machine)) | set(generations(repo, SEEN, machine))
+    refs = chain_refs(repo, machine) if refs is None else refs
+    gens = set(generations(repo, OWN, machine, refs)) | set(generations(repo, SEEN, machine, refs))
     return gen_ref(OWN, machine, max(gens, default=0))
 
 
@@ -104,39 +113,51 @@ def is_mirrored(ctx: Ctx, task_id: str) -> bool:
 
 # ---- git objects ---------------------------------------------------------------------------
 
-def mktree(repo: Path, entries: dict[str, tuple[str, str]]) -> str:
-    """A tree of {name: (mode, oid)}; mode 040000 entries are trees."""
-    lines = []
-    for name, (mode, oid) in sorted(entries.items()):
-        kind = "tree" if mode == "040000" else "blob"
-        lines.append(f"{mode} {kind} {oid}\t".encode() + name.encode() + b"\0")
-    return git.run(repo, "mktree", "-z", input=b"".join(lines)).decode().strip()
+Nested: TypeAlias = dict[str, "tuple[str, str] | Nested"]  # {name: (mode, oid) or a subtree's Nested}
+
+
+def plan_tree(repo: Path, entries: Nested) -> tuple[str, list[git.TreeEntries]]:
+    """The id of the tree of {name: (mode, oid) or {...}} (a dict is a subtree; mode 040000
+    entries name existing trees), and its levels to write, innermost first: nothing is
+    written yet."""
+    trees: list[git.TreeEntries] = []
+
+    def level(node: Nested) -> str:
+        flat = {name: ("040000", level(sub)) if isinstance(sub, dict) else sub
+                for name, sub in node.items()}
+        trees.append(flat)
+        return git.tree_id(repo, flat)
+
+    return level(entries), trees
+
+
+def mktree(repo: Path, entries: Nested) -> str:
+    """plan_tree's tree, written: one `mktree --batch` writes every level."""
+    root, trees = plan_tree(repo, entries)
+    git.make_trees(repo, trees)
+    return root
 
 
 def ls_tree(repo: Path, treeish: str) -> dict[str, tuple[str, str]]:
     """{name: (mode, oid)} of one tree level; empty when it does not exist."""
-    rc, out = git.run_rc(repo, "ls-tree", "-z", treeish)
-    if rc != 0:
-        return {}
-    found: dict[str, tuple[str, str]] = {}
-    for rec in out.split(b"\0"):
-        if not rec:
-            continue
-        meta, _, name = rec.partition(b"\t")
-        mode, _kind, oid = meta.decode().split(" ")
-        found[name.decode("utf-8", "surrogateescape")] = (mode, oid)
-    return found
+    try:
+        return git.read_tree(repo, treeish) or {}
+    except UsageError:
+        return {}  # a name no object can have
 
 
 def has_object(repo: Path, oid: str | None) -> bool:
     if not oid:
         return False
-    return git.run_rc(repo, "cat-file", "-e", oid)[0] == 0
+    try:
+        return git.read_objects(repo, [oid])[0] is not None
+    except UsageError:
+        return False
 
 
 def read_ref(repo: Path, ref: str) -> str | None:
-    rc, out = git.run_rc(repo, "rev-parse", "--verify", "-q", ref + "^{commit}")
-    return out.decode().strip() if rc == 0 else None
+    found = git.read_objects(repo, [ref + "^{commit}"])[0]
+    return found[0] if found is not None and found[1] == "commit" else None
 
 
 def dump_json(obj: Any) -> bytes:

@@ -119,14 +119,16 @@ def _read_report(ctx: Ctx, name: str, data: bytes) -> Report:
             tmp.unlink()
 
 
-def apply_remote(ctx: Ctx) -> Applied:
-    """Read every other machine's fetched records and apply what is new and sound."""
+def apply_remote(ctx: Ctx, machines: dict[str, str] | None = None) -> Applied:
+    """Read every other machine's fetched records (`machines`: remote_machines, when the
+    caller has it) and apply what is new and sound."""
     applied = Applied()
     me = machine_name()
     with store.locked(ctx.lay, name="sync.lock"):
         seen_path = sync_dir(ctx) / "seen.json"
         seen = load_json(seen_path)
-        for machine, commit in sorted(remote_machines(ctx.repo).items()):
+        for machine, commit in sorted((remote_machines(ctx.repo) if machines is None
+                                       else machines).items()):
             if machine == me:
                 continue
             done = seen.get(machine, {})
@@ -397,7 +399,9 @@ def newest_report(ctx: Ctx, task_id: str) -> tuple[Report, str, str, str] | None
         return None
     found.sort(key=lambda f: (f[0], f[1]))
     _rev, _t, report, base, snap, machine = found[-1]
-    base = git.run(ctx.repo, "rev-parse", base).decode().strip()
+    found_base = git.read_objects(ctx.repo, [base])[0]
+    base = found_base[0] if found_base is not None else \
+        git.run(ctx.repo, "rev-parse", base).decode().strip()  # git's own error
     return report, base, snap, machine
 
 
@@ -410,7 +414,9 @@ def grants_at(repo: Path, task: Task, ranges_at: str | None, base: str) -> Task:
     paths = sorted({g.path for g in task.grants if g.kind == "range"})
     if not paths or not ranges_at or not has_object(repo, ranges_at):
         return task
-    old = git.run(repo, "rev-parse", f"{ranges_at}^{{tree}}").decode().strip()
+    found = git.read_objects(repo, [f"{ranges_at}^{{tree}}"])[0]
+    old = found[0] if found is not None else \
+        git.run(repo, "rev-parse", f"{ranges_at}^{{tree}}").decode().strip()
     if old == base:
         return task
     by_path = {c.path: c for c in diff.diff_trees(repo, old, base, paths)}

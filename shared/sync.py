@@ -40,6 +40,8 @@ from .records import (
     KEY_RE,
     OWN,
     SEEN,
+    Nested,
+    chain_refs,
     dump_json,
     gen_number,
     gen_ref,
@@ -48,8 +50,8 @@ from .records import (
     ls_tree,
     machine_of,
     mirror,
-    mktree,
     own_ref,
+    plan_tree,
     read_ref,
 )
 
@@ -119,15 +121,15 @@ def publish(ctx: Ctx) -> str | None:
                 continue  # imported, or sent by nobody of this machine
             pub = sig.model_copy(update={"id": f"{sig.id}@{me}", "state": "pending", "acked_by": []})
             blobs[f"signals/{pub.id}"] = dump_json(pub.model_dump(mode="json", by_alias=True))
-        edits: dict[str, tuple[str, str]] = {}
+        edits: Nested = {}
         for key, cp in state.checkpoints.items():
             if machine_of(cp.session) == me and KEY_RE.fullmatch(key):
                 blobs[f"checkpoints/{key}"] = dump_json(cp.model_dump(mode="json"))
                 if cp.saved is not None and cp.saved.base and has_object(repo, cp.saved.tree) \
                         and has_object(repo, cp.saved.base):
                     # The edits travel with it: the snapshot and base trees as entries.
-                    edits[key] = ("040000", mktree(repo, {
-                        "snapshot": ("040000", cp.saved.tree), "base": ("040000", cp.saved.base)}))
+                    edits[key] = {"snapshot": ("040000", cp.saved.tree),
+                                  "base": ("040000", cp.saved.base)}
         mirrored = mirror(ctx)["tasks"]
         for t in state.tasks.values():
             c = t.claim
@@ -145,38 +147,43 @@ def publish(ctx: Ctx) -> str | None:
                                          "tasks": [t.model_dump(mode="json") for t in shown]})
         keep, fresh, theirs = _report_records(ctx, me, current_reports)
         names = list(blobs)
-        oids = git.hash_blobs(repo, [blobs[n] for n in names]
-                              + [data for _n, data, _r in fresh])
+        contents = [blobs[n] for n in names] + [data for _n, data, _r in fresh]
+        # Every id is computed here first: a sync that changes nothing writes nothing.
+        oids = [git.blob_id(repo, data) for data in contents]
         by_name = {n: str(o) for n, o in zip(names, oids[:len(names)], strict=True)}
-        reports = dict(keep)
+        reports: Nested = dict(keep)
         for (name, _data, report), oid in zip(fresh, oids[len(names):], strict=True):
-            entry: dict[str, tuple[str, str]] = {"report.json": ("100644", str(oid))}
+            entry: Nested = {"report.json": ("100644", str(oid))}
             if has_object(repo, report.snapshot):
                 entry["snapshot"] = ("040000", report.snapshot)
-            if report.base_commit and has_object(repo, report.base_commit):
-                entry["base"] = ("040000", git.run(repo, "rev-parse",
-                                                   f"{report.base_commit}^{{tree}}").decode().strip())
-            reports[name] = ("040000", mktree(repo, entry))
-        root: dict[str, tuple[str, str]] = {}
+            base_tree = git.tree_of(repo, report.base_commit) if report.base_commit else None
+            if base_tree is not None:
+                entry["base"] = ("040000", base_tree)
+            reports[name] = entry
+        root: Nested = {}
         for folder in ("signals", "checkpoints", "claims"):
-            sub = {n.split("/", 1)[1]: ("100644", o) for n, o in by_name.items()
-                   if n.startswith(folder + "/")}
+            sub: Nested = {n.split("/", 1)[1]: ("100644", o) for n, o in by_name.items()
+                           if n.startswith(folder + "/")}
             if sub:
-                root[folder] = ("040000", mktree(repo, sub))
+                root[folder] = sub
         if edits:
-            root["edits"] = ("040000", mktree(repo, edits))
+            root["edits"] = edits
         if reports:
-            root["reports"] = ("040000", mktree(repo, reports))
+            root["reports"] = reports
         if "tasks.json" in by_name:
             root["tasks.json"] = ("100644", by_name["tasks.json"])
         if not root and parent is None:
             return None
-        tree = mktree(repo, root)
-        if parent and git.run(repo, "rev-parse", f"{parent}^{{tree}}").decode().strip() == tree:
+        tree, levels = plan_tree(repo, root)
+        if parent and git.tree_of(repo, parent) == tree:
             if old is None:
                 git.run(repo, "update-ref", ref, parent, git.null_oid(repo))
             _published(theirs)
             return parent
+        if git.hash_blobs(repo, contents) != oids:
+            raise CoordError("git stored the records under other ids than computed; "
+                             "is the repository's object format supported?")
+        git.make_trees(repo, levels)  # every level in one process
         env = {"GIT_AUTHOR_NAME": "hunkwise", "GIT_AUTHOR_EMAIL": f"hunkwise@{me}",
                "GIT_COMMITTER_NAME": "hunkwise", "GIT_COMMITTER_EMAIL": f"hunkwise@{me}"}
         args = ["commit-tree", tree, "-m", f"hunkwise records of {me}"]
@@ -229,14 +236,17 @@ def _git_net(ctx: Ctx, *args: str) -> str | None:
 
 def push(ctx: Ctx, remote: str) -> str | None:
     me = machine_name()
-    ref = own_ref(me, ctx.repo)
+    refs = chain_refs(ctx.repo, me)
+    ref = own_ref(me, ctx.repo, refs)
     if read_ref(ctx.repo, ref) is None:
         return None
     # Never forced: only this machine writes its refs, each commit has the last as parent,
     # and a compacted chain is a new ref (the next generation), not a rewrite of the old.
     # The old generations the remote still holds are deleted in the same atomic push,
     # once the new one holds every live record.
-    older = [gen_ref(OWN, me, g) for g in generations(ctx.repo, SEEN, me) if g < gen_number(ref)]
+    older = [gen_ref(OWN, me, g) for g in generations(ctx.repo, SEEN, me, refs) if g < gen_number(ref)]
+    if not older and refs.get(ref.replace(OWN, SEEN, 1)) == refs.get(ref):
+        return None  # the remote held this commit at the fetch: nothing to send
     return _git_net(ctx, "push", "--quiet", "--no-verify", *(["--atomic"] if older else []),
                     remote, f"{ref}:{ref}", *[f":{o}" for o in older])
 
@@ -265,13 +275,14 @@ def sync(ctx: Ctx, remote: str | None = None) -> SyncResult:
         warnings.append(f"fetch from {name} failed: {why}; working from what was fetched before")
     from .remote import apply_remote, remote_machines
 
-    applied = apply_remote(ctx)
+    machines = remote_machines(ctx.repo)
+    applied = apply_remote(ctx, machines)
     commit = publish(ctx)
     why = push(ctx, name)
     if why:
         warnings.append(f"push to {name} failed: {why}; it is pushed at the next sync")
     return {"machine": machine_name(), "remote": name, "published": commit,
-            "pushed": commit is not None and not why, "fetched": sorted(remote_machines(ctx.repo)),
+            "pushed": commit is not None and not why, "fetched": sorted(machines),
             "applied": applied.public(), "warnings": warnings}
 
 

@@ -177,3 +177,58 @@ def test_coord_accept_starts_at_most_12_git_processes(make_repo: MakeRepo, coord
     tasks = {t["id"]: t for t in ok(coord(repo, "status"))["tasks"]}
     assert tasks["A"]["state"] == "accepted"
     assert tasks["B"]["grants"] == (["a.txt:21-31"] if scene == "ranges" else ["b.txt"])
+
+
+# ---- records between machines ----------------------------------------------------------
+
+def test_records_trees_are_the_trees_git_writes(make_repo: MakeRepo) -> None:
+    """Tree ids computed here (a sync that changes nothing compares them and writes nothing)
+    are those `mktree` writes, nested levels and empty subtrees kept; a tree read through
+    the command's reader is what `ls-tree` lists."""
+    from hunkwise.shared import records
+
+    for fmt in ("sha1", "sha256"):
+        repo = make_repo(commit=False)
+        if fmt == "sha256":
+            repo = repo.parent / "sha256"
+            git(repo.parent, "init", "-q", "--object-format=sha256", str(repo))
+        blob = hgit.hash_blobs(repo, [b"{}\n"])[0]
+        empty = git(repo, "mktree", input=b"").strip()
+        assert hgit.blob_id(repo, b"{}\n") == blob
+        nested: records.Nested = {
+            "report.json": ("100644", blob), "run.sh": ("100755", blob),
+            "base": ("040000", empty), "snapshot": ("040000", empty),
+            "a": {"a-b": ("100644", blob), "a": {"x": ("100644", blob)}},  # "a" vs "a-b" order
+            "a.txt": ("100644", blob),
+        }
+        planned, levels = records.plan_tree(repo, nested)
+        assert records.mktree(repo, nested) == planned
+        listed = git(repo, "ls-tree", planned)
+        assert f"040000 tree {empty}\tbase" in listed and "100755 blob" in listed
+        lines = [line.split("\t") for line in listed.splitlines()]
+        assert records.ls_tree(repo, planned) == {n: (m.split()[0], m.split()[2]) for m, n in lines}
+        inner = records.ls_tree(repo, f"{planned}:a")
+        assert set(inner) == {"a-b", "a"} and inner["a"][0] == "040000"
+        assert records.ls_tree(repo, f"{planned}:report.json") == {}  # a blob, not a tree
+        assert records.ls_tree(repo, "no-such-rev") == {}
+        assert len(levels) == 3
+        hgit.close_readers()
+
+
+def test_a_sync_that_changes_nothing_writes_nothing_and_pushes_nothing(
+        tmp_path: Path, make_repo: MakeRepo, coord: Cli, worker: Cli,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.test_sync import Machines, built_task
+
+    m = Machines(tmp_path, make_repo, coord, worker)
+    m.clone("desktop")
+    m.clone("laptop")
+    built_task(m)
+    ok(m.coord("desktop", "sync"))
+    run = traced(tmp_path)
+    monkeypatch.setenv("HUNKWISE_MACHINE", "desktop")
+    again = run("coord", m.repos["desktop"], "sync")
+    writes = [s for s in again if s.split(" ")[0] in
+              ("fast-import", "hash-object", "mktree", "commit-tree", "update-ref", "push")]
+    assert writes == [], again
+    assert len(again) <= 6, again  # the fetch, the ref listings and the one reader
