@@ -305,9 +305,10 @@ def record_wip(ctx: Any, state: State, tv: TreeView,
     return losses
 
 
-def record_now(ctx: Any, task_ids: Iterable[str]) -> dict[str, Loss]:
-    """`record_wip` for a worker command: one snapshot; a tree view only when the tree
-    changed since the tasks' records."""
+def record_now(ctx: Any, task_ids: Iterable[str],
+               snap: snapshot.Snapshot | None = None) -> dict[str, Loss]:
+    """`record_wip` for a worker command: one snapshot (`snap` when the command has one);
+    a tree view only when the tree changed since the tasks' records."""
     from .tree import active_tasks, view
 
     state = store.load(ctx.lay)
@@ -315,7 +316,7 @@ def record_now(ctx: Any, task_ids: Iterable[str]) -> dict[str, Loss]:
            and state.tasks[t].state == TaskState.IN_PROGRESS]
     if not ids:
         return {}
-    snap = snapshot.take(ctx.repo)
+    snap = snap or snapshot.take(ctx.repo)
     if all((s := state.tasks[t].saved) is not None and s.tree == snap.tree
            and s.base == snap.head for t in ids):
         return {}

@@ -36,6 +36,7 @@ from hunkwise.shared.models import (
     report_path,
 )
 from hunkwise.shared.signals import send
+from hunkwise.shared.snapshot import Snapshot
 from hunkwise.shared.tree import (
     active_tasks,
     identities_of_selection,
@@ -97,7 +98,7 @@ def start(ctx: Ctx, task_id: str, *, session: str | None, role: str) -> dict[str
     task0 = get_task(state0, task_id)
     first = task0.state == TaskState.ASSIGNED and task0.session is None and not task0.revision
     arriving = _arriving(ctx, state0, task0)
-    base = _baseline(ctx, state0, task0) if first or arriving else None
+    base, snap0 = _baseline(ctx, state0, task0) if first or arriving else (None, None)
     if base is not None and arriving is not None and arriving.saved is not None:
         # What this tree held in the grants before the handed-over changes arrive is this
         # machine's, not the task's: only the handed-over changes themselves are its own.
@@ -167,7 +168,9 @@ def start(ctx: Ctx, task_id: str, *, session: str | None, role: str) -> dict[str
         brief = task.public()
     notes = [n.model_dump() for n in task.notes]
     # Record the work in the tree, or say that what was recorded is gone.
-    lost = record(ctx, [task_id]).get(task_id)
+    # The baseline's snapshot serves (a read of the tree a moment ago, as any record is)
+    # unless handed-over changes were put into the tree since.
+    lost = record(ctx, [task_id], snap0 if placed is None else None).get(task_id)
     if lost is not None:
         notes.insert(0, {"at": store.now(), "by": "hunkwise", "kind": "lost",
                          "text": recovery.lost_message(task_id, lost)})
@@ -246,20 +249,23 @@ def _take_handed_edits(ctx: Ctx, state: Any, task: Task,
     return done, machine_of(cp.session) or "?"
 
 
-def record(ctx: Ctx, task_ids: list[str]) -> dict[str, recovery.Loss]:
-    """Record the tasks' unreported work (see shared/recovery.py); the tasks whose recorded
-    work is gone. Never fails the command: a tree changing under the snapshot, a busy
-    lock, only skip this once (the next command records)."""
+def record(ctx: Ctx, task_ids: list[str],
+           snap: Snapshot | None = None) -> dict[str, recovery.Loss]:
+    """Record the tasks' unreported work (see shared/recovery.py), from `snap` when the
+    command already read the tree; the tasks whose recorded work is gone. Never fails the
+    command: a tree changing under the snapshot, a busy lock, only skip this once (the next
+    command records)."""
     from hunkwise.shared.errors import CoordError
 
     try:
-        return recovery.record_now(ctx, task_ids)
+        return recovery.record_now(ctx, task_ids, snap)
     except CoordError:
         return {}
 
 
-def _baseline(ctx: Ctx, state: Any, task: Task) -> dict[str, list[str]]:
-    """The task's changes already in the tree, less what its own reports claimed."""
+def _baseline(ctx: Ctx, state: Any, task: Task) -> tuple[dict[str, list[str]], Snapshot]:
+    """The task's changes already in the tree, less what its own reports claimed; and the
+    snapshot they were read from."""
     sync_ranges(ctx.repo, state)
     probe = task.model_copy(update={"inherited": {}})
     tv = view(ctx.repo, [probe if t.id == task.id else t for t in active_tasks(state)])
@@ -274,7 +280,7 @@ def _baseline(ctx: Ctx, state: Any, task: Task) -> dict[str, list[str]]:
                 mine[(path, ident)] -= 1
             else:
                 out.setdefault(path, []).append(ident)
-    return out
+    return out, tv.snap
 
 
 def _proposed(task: Task, message: str | None, summary: str) -> ProposedCommit:
