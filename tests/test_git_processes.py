@@ -232,3 +232,13 @@ def test_a_sync_that_changes_nothing_writes_nothing_and_pushes_nothing(
               ("fast-import", "hash-object", "mktree", "commit-tree", "update-ref", "push")]
     assert writes == [], again
     assert len(again) <= 6, again  # the fetch, the ref listings and the one reader
+
+
+def test_a_first_worker_start_reads_the_tree_once(make_repo: MakeRepo, coord: Cli,
+                                                   tmp_path: Path) -> None:
+    repo = make_repo({"a.txt": numbered(9)})
+    ok(coord(repo, "assign", "A", "--title", "A", "--expect", "e", "--write", "a.txt:1-4"))
+    set_line(repo, "a.txt", 2, "there before the task")  # its baseline, not its work
+    started = traced(tmp_path)("worker", repo, "start", "A")
+    assert len(named(started, "add")) == 1 and len(named(started, "write-tree")) == 1, started
+    assert len(started) <= 6, started  # the snapshot (3), its diff, the reader, rev-parse
