@@ -282,26 +282,39 @@ def record_wip(ctx: Any, state: State, tv: TreeView,
                                             hunks=hunks, whole=whole)))
     if not todo:
         return losses
-    old_refs: list[str] = []
-    # A short wait: recording must never hold up the command it rides on; the next
-    # command records what this one could not.
-    with store.locked(ctx.lay, timeout=RECORD_LOCK_WAIT_S):
-        st = store.load(ctx.lay)
-        for tid, before, rec in todo:
-            task = st.tasks.get(tid)
-            if task is None or task.state != TaskState.IN_PROGRESS or task.saved != before:
-                continue  # recorded meanwhile by another command
-            task.wip_seq += 1
-            rec.revision = task.wip_seq
-            rec.ref = f"{WIP_REFS}/{tid}/w{task.wip_seq}"
-            git.run(ctx.repo, "update-ref", rec.ref, rec.tree)
-            if before is not None and before.kind == "wip":
-                old_refs.append(before.ref)
-            task.saved = rec
-            state.tasks[tid].saved = rec
-        store.save(ctx.lay, st)
-    for ref in old_refs:
-        git.run_rc(ctx.repo, "update-ref", "-d", ref)
+    # The refs first, outside the lock (nothing slow under it), in one transaction. Each
+    # name is this process's own (`w<n>-<pid>`, n the sequence it expects to record), so
+    # two commands recording at once never write or drop each other's ref.
+    for tid, _before, rec in todo:
+        rec.revision = state.tasks[tid].wip_seq + 1
+        rec.ref = f"{WIP_REFS}/{tid}/w{rec.revision}-{os.getpid()}"
+    git.run(ctx.repo, "update-ref", "--stdin",
+            input="".join(f"update {rec.ref} {rec.tree}\n" for _t, _b, rec in todo).encode())
+    drop: list[str] = []
+    try:
+        # A short wait: recording must never hold up the command it rides on; the next
+        # command records what this one could not.
+        with store.locked(ctx.lay, timeout=RECORD_LOCK_WAIT_S):
+            st = store.load(ctx.lay)
+            for tid, before, rec in todo:
+                task = st.tasks.get(tid)
+                if task is None or task.state != TaskState.IN_PROGRESS or task.saved != before:
+                    drop.append(rec.ref)  # recorded meanwhile by another command
+                    continue
+                task.wip_seq += 1
+                rec.revision = task.wip_seq
+                if before is not None and before.kind == "wip":
+                    drop.append(before.ref)
+                task.saved = rec
+                state.tasks[tid].saved = rec
+            store.save(ctx.lay, st)
+    except BaseException:
+        drop = [rec.ref for _t, _b, rec in todo]  # nothing recorded: none of them is needed
+        raise
+    finally:
+        if drop:
+            git.run_rc(ctx.repo, "update-ref", "--stdin",
+                       input="".join(f"delete {r}\n" for r in drop).encode())
     return losses
 
 
@@ -336,11 +349,12 @@ def forget(repo: Path, task_id: str) -> None:
 def task_refs(task: Task) -> list[str]:
     """The refs a task may hold, named from its record, without asking git for a listing:
     a report's snapshot `r<N>` (a handover's `r<N>-base`) for every revision handed out,
-    its newest unreported record `w<N>`, and the ref its `saved` names under those two
-    prefixes (a handoff's ref is not the task's to drop).
+    the ref its `saved` names under those two prefixes (its newest unreported record
+    `w<N>-<pid>`; a handoff's ref is not the task's to drop), and `w<N>`, as earlier
+    releases named that record.
 
-    An older `w<N>` is deleted when a newer one is recorded (`record_wip`) and every `w<N>`
-    when the task reports (`worker done`); only a process killed between its state write
+    An older record is deleted when a newer one is recorded (`record_wip`) and every one
+    when the task reports (`worker done`); only a process killed between writing its ref
     and that deletion leaves one behind, which these names miss (`forget` lists them).
     """
     if task.id.endswith(".lock"):

@@ -286,3 +286,63 @@ def age_claims(repo: Path, *task_ids: str) -> None:
             assert claim is not None, f"{tid} has no claim to age"
             claim.heartbeat -= claim.ttl + 1
             claim.opened = min(claim.opened, claim.heartbeat)
+
+
+@pytest.fixture
+def under_lock(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """What happens while this process holds the state lock: every process started, every
+    object read through the command's cat-file, every fsync of something other than the
+    state file and its directory. Yields that list; counts the holds in `holds`."""
+    import threading
+
+    from hunkwise.shared import git as hgit
+    from hunkwise.shared import store
+
+    seen: list[str] = []
+    held = threading.local()
+    real_acquire = store._acquire
+
+    def acquire(path: Path, wait: float) -> Any:
+        release = real_acquire(path, wait)
+        if release is None or path.name != "lock":
+            return release
+        held.on = True
+        seen.append("hold")
+
+        def let_go() -> None:
+            held.on = False
+            release()
+        return let_go
+
+    def holding() -> bool:
+        return getattr(held, "on", False)
+
+    real_init = subprocess.Popen.__init__
+
+    def popen(self: Any, args: Any, *a: Any, **k: Any) -> None:
+        if holding():
+            seen.append(f"process {args!r}")
+        real_init(self, args, *a, **k)
+
+    real_read = hgit.read_objects
+
+    def read_objects(repo: Path, names: Any) -> Any:
+        if holding():
+            seen.append(f"git read {list(names)!r}")
+        return real_read(repo, names)
+
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        if holding():
+            target = os.readlink(f"/proc/self/fd/{fd}")
+            if not (Path(target).name.startswith(".state.json.")
+                    or Path(target).name == "coord"):
+                seen.append(f"fsync {target}")
+        real_fsync(fd)
+
+    monkeypatch.setattr(store, "_acquire", acquire)
+    monkeypatch.setattr(subprocess.Popen, "__init__", popen)
+    monkeypatch.setattr(hgit, "read_objects", read_objects)
+    monkeypatch.setattr(os, "fsync", fsync)
+    yield seen

@@ -11,13 +11,12 @@ import json
 import os
 import subprocess
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hunkwise.inbox import maildir
-from hunkwise.shared import git as hgit
 from hunkwise.shared import store
 
 from tests.conftest import BIN, Result, git, numbered, run_cli, set_line
@@ -182,59 +181,6 @@ def test_a_report_delivered_while_coord_inbox_reads_is_listed_or_not_never_quara
 
 # ---- nothing slow under the state lock ---------------------------------------------------
 
-@pytest.fixture
-def under_lock(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    """What happens while this process holds the state lock: every process started, every
-    object read through the command's cat-file, every fsync of something other than the
-    state file and its directory. Yields that list; counts the holds in `holds`."""
-    seen: list[str] = []
-    held = threading.local()
-    real_acquire = store._acquire
-
-    def acquire(path: Path, wait: float) -> Any:
-        release = real_acquire(path, wait)
-        if release is None or path.name != "lock":
-            return release
-        held.on = True
-        seen.append("hold")
-
-        def let_go() -> None:
-            held.on = False
-            release()
-        return let_go
-
-    def holding() -> bool:
-        return getattr(held, "on", False)
-
-    real_init = subprocess.Popen.__init__
-
-    def popen(self: Any, args: Any, *a: Any, **k: Any) -> None:
-        if holding():
-            seen.append(f"process {args!r}")
-        real_init(self, args, *a, **k)
-
-    real_read = hgit.read_objects
-
-    def read_objects(repo: Path, names: Any) -> Any:
-        if holding():
-            seen.append(f"git read {list(names)!r}")
-        return real_read(repo, names)
-
-    real_fsync = os.fsync
-
-    def fsync(fd: int) -> None:
-        if holding():
-            target = os.readlink(f"/proc/self/fd/{fd}")
-            if not (Path(target).name.startswith(".state.json.")
-                    or Path(target).name == "coord"):
-                seen.append(f"fsync {target}")
-        real_fsync(fd)
-
-    monkeypatch.setattr(store, "_acquire", acquire)
-    monkeypatch.setattr(subprocess.Popen, "__init__", popen)
-    monkeypatch.setattr(hgit, "read_objects", read_objects)
-    monkeypatch.setattr(os, "fsync", fsync)
-    yield seen
 
 
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="names fsynced files by /proc")

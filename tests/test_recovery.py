@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -65,7 +66,7 @@ def test_unreported_work_is_recorded_as_a_snapshot_ref_only_when_it_changed(
         make_repo, coord, worker) -> None:
     repo, _ = scene(make_repo, coord, worker)
     refs = git(repo, "for-each-ref", "--format=%(refname) %(objecttype)", "refs/hunkwise/wip/")
-    assert refs.split("\n")[0] == "refs/hunkwise/wip/t2/w1 tree"
+    assert re.fullmatch(r"refs/hunkwise/wip/t2/w1-\d+ tree", refs.split("\n")[0]), refs
     state = repo / ".git" / "coord" / "state.json"
     before = json.loads(state.read_bytes())["tasks"]["t2"]["saved"]
     ok(worker(repo, "heartbeat", "t2"))  # nothing changed: nothing recorded
@@ -78,7 +79,7 @@ def test_unreported_work_is_recorded_as_a_snapshot_ref_only_when_it_changed(
     saved = json.loads(state.read_bytes())["tasks"]["t2"]["saved"]
     assert saved["kind"] == "wip" and saved["revision"] == 2
     assert git(repo, "for-each-ref", "--format=%(refname)", "refs/hunkwise/wip/").split() == \
-        ["refs/hunkwise/wip/t2/w2"]
+        [saved["ref"]] and re.fullmatch(r"refs/hunkwise/wip/t2/w2-\d+", saved["ref"])
 
 
 def test_in_progress_work_destroyed_is_listed_kept_and_restored(make_repo, coord, worker) -> None:
@@ -435,3 +436,20 @@ def test_a_crash_after_delivery_never_gives_two_reports_one_revision(make_repo, 
     assert names == ["1", "2"]
     n = ok(coord(repo, "next"))
     assert n["next"]["report"]["revision"] == 2 and n["next"]["validation"]["ok"]
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="names fsynced files by /proc")
+def test_recording_unreported_work_holds_the_state_lock_for_the_state_alone(
+        make_repo, coord, worker, under_lock: list[str]) -> None:
+    """`worker heartbeat` and `coord status` record a task's changed work: its ref is
+    written before the lock and the older one dropped after it."""
+    repo, _ = scene(make_repo, coord, worker)
+    for n, (tool, args) in enumerate(((worker, ("heartbeat", "t2")), (coord, ("status",)))):
+        set_line(repo, "g.txt", 4, f"g four, take {n}")
+        under_lock.clear()
+        ok(tool(repo, *args))
+        assert under_lock.count("hold") >= 1
+        assert [s for s in under_lock if s != "hold"] == []
+    saved = json.loads((repo / ".git" / "coord" / "state.json").read_bytes())["tasks"]["t2"]["saved"]
+    assert git(repo, "for-each-ref", "--format=%(refname) %(objectname)", "refs/hunkwise/wip/") \
+        .split() == [saved["ref"], saved["tree"]]
