@@ -10,7 +10,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from hunkwise import inbox
 from hunkwise.shared import git, store
@@ -32,13 +32,10 @@ from hunkwise.shared.tree import (
 
 if TYPE_CHECKING:
     from hunkwise.shared.results import (
-        FindingDoc,
         InboxResult,
         InboxRow,
         NextResult,
-        ReportDoc,
         ReviewResult,
-        TaskDoc,
         Validation,
     )
 
@@ -174,8 +171,8 @@ def assess(repo: Path, tv: TreeView, tasks: dict[str, Task], task: Task,
 
 
 def validation_doc(v: Verdict) -> Validation:
-    return {"ok": not v.findings, "findings": [cast("FindingDoc", f.public()) for f in v.findings],
-            "warnings": [cast("FindingDoc", f.public()) for f in v.warnings]}
+    return {"ok": not v.findings, "findings": [f.public() for f in v.findings],
+            "warnings": [f.public() for f in v.warnings]}
 
 
 def report_summary(report: Report, age_s: float | None = None) -> InboxRow:
@@ -371,9 +368,9 @@ def next_report(ctx: Ctx) -> NextResult:
             t = st.tasks.get(task.id)
             if t is not None:
                 t.served_revision = max(t.served_revision, min(report.revision, _limit(t)))
-        return {"next": {"report": cast("ReportDoc", report.model_dump(mode="json")),
+        return {"next": {"report": report.public(),
                          "validation": validation_doc(verdict),
-                         "task": cast("TaskDoc", task.public()), "audit": dict(task.audit)},
+                         "task": task.public(), "audit": dict(task.audit)},
                 "pending": max(0, len(entries) - 1)}
 
 

@@ -9,10 +9,25 @@ from __future__ import annotations
 
 import re
 from enum import StrEnum
-from typing import Annotated, Any, Literal, NewType
+from typing import TYPE_CHECKING, Annotated, Literal, NewType
 
 from .errors import UsageError
-from .record import Constraint, F, Record
+from .record import Constraint, F, Public, Record
+
+if TYPE_CHECKING:
+    # Some are named only in quotes, as the document a `Public` record's public() returns.
+    from .results import (  # noqa: F401
+        CheckpointDoc,
+        DecisionDoc,
+        FindingDoc,
+        FreezeDoc,
+        NoteDoc,
+        OverlapDoc,
+        ReportDoc,
+        SignalDoc,
+        TaskDoc,
+    )
+
 
 TaskId = NewType("TaskId", str)
 SessionId = NewType("SessionId", str)
@@ -127,7 +142,7 @@ class Claim(Strict):
     ttl: int
 
 
-class Note(Strict):
+class Note(Strict, Public["NoteDoc"]):
     at: float
     by: str
     kind: str
@@ -215,7 +230,7 @@ class Task(Strict):
     def active(self) -> bool:
         return self.state not in INACTIVE
 
-    def public(self) -> dict[str, Any]:
+    def public(self) -> TaskDoc:
         return {
             "id": self.id,
             "title": self.title,
@@ -233,7 +248,7 @@ class Task(Strict):
         }
 
 
-class Freeze(Strict):
+class Freeze(Strict, Public["FreezeDoc"]):
     commit: str | None
     batch: int
     deferred: list[str] = F(default_factory=list)
@@ -265,13 +280,13 @@ class Signal(Strict):
     created_at: float
     acked_by: list[str] = F(default_factory=list)
 
-    def public(self) -> dict[str, Any]:
+    def public(self) -> SignalDoc:
         return {"id": self.id, "from": self.sender, "to": self.to, "type": str(self.type),
                 "about": self.about, "payload": self.payload, "state": self.state,
                 "created_at": self.created_at}
 
 
-class Checkpoint(Strict):
+class Checkpoint(Strict, Public["CheckpointDoc"]):
     task: str
     session: str
     at: float
@@ -300,7 +315,7 @@ class ClaimRecord(Strict):
     ttl: int = F(ge=1)
 
 
-class Decision(Strict):
+class Decision(Strict, Public["DecisionDoc"]):
     id: str
     task: str
     session: str
@@ -395,7 +410,7 @@ class CheckResult(Strict):
     output_tail: str = F(max_length=MAX_TEXT)
 
 
-class Overlap(Strict):
+class Overlap(Strict, Public["OverlapDoc"]):
     path: str = F(max_length=4096)
     task_id: str | None = None
     note: ShortText
@@ -406,7 +421,7 @@ class ProposedCommit(Strict):
     body: ShortText = ""
 
 
-class Report(Strict):
+class Report(Strict, Public["ReportDoc"]):
     schema_version: Literal[1]
     task_id: str = F(check=_task_id)
     status: ReportStatus
@@ -437,8 +452,8 @@ class Finding(Strict):
     path: str | None = None
     detail: str
 
-    def public(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"code": self.code, "detail": self.detail}
+    def public(self) -> FindingDoc:
+        d: FindingDoc = {"code": self.code, "detail": self.detail}
         if self.path is not None:
             d["path"] = self.path
         return d

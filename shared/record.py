@@ -23,11 +23,12 @@ import types
 import typing
 from collections.abc import Callable
 from enum import Enum
-from typing import Any, ClassVar, TypeVar, dataclass_transform
+from typing import Any, ClassVar, Generic, TypeVar, dataclass_transform
 
 from .errors import UsageError
 
 R = TypeVar("R", bound="Record")
+D = TypeVar("D")
 Reader = Callable[[Any], Any]
 
 
@@ -127,6 +128,14 @@ class Record:
     def model_copy(self, *, update: dict[str, Any] | None = None) -> typing.Self:
         """A shallow copy with some fields replaced (and checked)."""
         return typing.cast(typing.Self, dataclasses.replace(typing.cast(Any, self), **(update or {})))
+
+
+class Public(Generic[D]):
+    """A record whose JSON form is, as it is, a document commands print (a TypedDict of
+    shared/results.py): `public()` is `model_dump()` typed as that document."""
+
+    def public(self) -> D:
+        return typing.cast(D, _dump(self, False))
 
 
 # ---- the compiled reader -------------------------------------------------------------
