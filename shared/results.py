@@ -5,16 +5,16 @@ document or hands it to the command's human renderer, so mypy checks every key t
 writes and every key the renderer reads. A TypedDict fixes names and types, not order: the
 order of keys in the JSON is the order the core writes them, and stays as it was.
 SPEC.md ("JSON shapes that scripts rely on") fixes some of these keys for scripts; the
-others may grow. `NotRequired` marks a key present only sometimes; `Any` a value that is
-genuinely free-form.
+others may grow. `NotRequired` marks a key present only sometimes.
 
-Modules import this one under `TYPE_CHECKING` only (and cast to a quoted name): building
-these classes costs milliseconds that every command, in an agent's loop, would pay.
+Modules import this one under `TYPE_CHECKING` only: building these classes costs
+milliseconds that every command, in an agent's loop, would pay. A record that prints as
+one of these says so (`public()`, shared/models.py), so commands need no casts.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Literal, NotRequired, TypedDict
 
 # `from` is a keyword: documents with a `from` key take it from this base.
 _From = TypedDict("_From", {"from": str})
@@ -307,7 +307,7 @@ class StatusResult(TypedDict):
     conflicts: list[ContestedChange]
     ambiguous: list[ContestedChange]
     # What a crashed `coord accept` left and this status repaired (coordinator/accept.py).
-    repaired: dict[str, Any] | None
+    repaired: Repaired | None
     hidden_tasks: int
     index_dirty: bool
     staged: list[str]
@@ -490,6 +490,37 @@ class RevertResult(TypedDict):
     paths: list[str]
     tree_left: list[str]
     warnings: list[str]
+
+
+class AcceptResult(TypedDict):
+    """`coord accept`."""
+
+    commit: str
+    task: str
+    paths: list[str]
+    revision: int
+    warnings: list[str]
+
+
+class AcceptJournal(TypedDict):
+    """The journal `coord accept` writes (`accept.json`) before it moves HEAD: what the next
+    command needs to finish or undo an accept that crashed."""
+
+    task: str
+    commit: str
+    head: str | None
+    revision: int
+    paths: list[str]
+    recheck: str | None
+    started: float
+
+
+class Repaired(TypedDict):
+    """A crashed `coord accept` the next command settled (`coord status`'s `repaired`)."""
+
+    task: str
+    commit: str
+    landed: bool
 
 
 class CommitResult(TypedDict):
@@ -792,6 +823,47 @@ class SessionResult(TypedDict):
     checkpoint: None
     signals: list[SignalDoc]
     notes: list[NoteDoc]
+
+
+class LostPaths(TypedDict):
+    """The task's recorded work that is gone from the tree, and the way back (`worker start`)."""
+
+    paths: list[str]
+    restore: str
+
+
+class StartResult(TypedDict):
+    """`worker start ID`: the task's brief, and where the last session stopped."""
+
+    checkpoint: CheckpointDoc | None
+    task: TaskDoc
+    session: str
+    placed: list[str] | None
+    signals: list[SignalDoc]
+    expect: str
+    notes: list[NoteDoc]
+    lost: LostPaths | None
+
+
+class DeliveredReport(TypedDict):
+    """The report `worker done`, `worker blocked` or `worker failed` delivered."""
+
+    id: str
+    revision: int
+    status: str
+    file: str
+    changes: int
+    hunks: int
+    checks_passed: int
+    checks_total: int
+    overlaps: list[OverlapDoc]
+
+
+class DeliverResult(TypedDict):
+    """`worker done`, `worker blocked`, `worker failed`."""
+
+    task: TaskDoc
+    report: DeliveredReport
 
 
 class HeartbeatResult(Recorded):
