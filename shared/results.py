@@ -700,6 +700,51 @@ class ReportArrival(TypedDict):
     error: NotRequired[str]
 
 
+class EventFacts(TypedDict, total=False):
+    """The facts an event carries after its head, by kind: a report's are its
+    `ReportArrival`; the others' name the task, session, decision, signal, batch or paths."""
+
+    # a report (ReportArrival)
+    task_id: str
+    status: str
+    title: str
+    revision: int
+    kind: str
+    summary: str
+    checks_passed: int
+    checks_total: int
+    file: str
+    reason: str
+    error: str
+    # a stale claim, a decision, a BLOCKED_ON signal
+    session: str
+    heartbeat_age_s: int
+    decision: str
+    question: str
+    signal: str
+    sender: str
+    about: str
+    payload: str
+    # a freeze, a thaw, a verify result, lost work
+    batch: int | None
+    commit: str | None
+    deferred: list[str]
+    ok: bool
+    failing: list[str]
+    paths: list[str]
+
+
+class NotifyEvent(EventFacts):
+    """An event for the supervisor (coordinator/notify.py), as `[notify] command` reads it
+    on stdin: its kind (`event`), stable id, time, subject and body, then its facts."""
+
+    event: str
+    id: str
+    at: str
+    subject: str
+    body: str
+
+
 class Delivered(TypedDict):
     """A notification `coord watch` delivered."""
 
@@ -954,6 +999,25 @@ class SyncResult(TypedDict):
     fetched: list[str]
     applied: AppliedDoc
     warnings: list[str]
+
+
+# ---- files hunkwise keeps -------------------------------------------------------------------------
+
+class OutboxEntry(TypedDict):
+    """An event `coord watch` took and has not delivered everywhere yet (`notify.json`)."""
+
+    event: NotifyEvent
+    sinks: list[str]
+    attempts: int
+    next_at: float
+    errors: list[str]
+
+
+class Outbox(TypedDict):
+    """`notify.json`: every event id taken (with when it was done with), and what is pending."""
+
+    sent: dict[str, float]
+    pending: dict[str, OutboxEntry]
 
 
 class ErrorBody(TypedDict):
