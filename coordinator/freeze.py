@@ -32,6 +32,7 @@ from hunkwise.shared.workspace import clean_checkout
 
 if TYPE_CHECKING:
     from hunkwise.shared.results import (
+        ArchiveLine,
         CommandResult,
         DeferredEdit,
         FreezeResult,
@@ -107,10 +108,10 @@ def _archive_closed(ctx: Ctx, state: Any, closed: int) -> int:
     holding = {t.claim.session for t in state.tasks.values() if t.claim}
     sessions = {s: at for s, at in state.sessions.items()
                 if now - at > SESSION_KEEP_S and s not in holding}
-    records = ([{"kind": "task", "data": t.model_dump(mode="json")} for t in done]
-               + [{"kind": "signal", "data": s.model_dump(mode="json", by_alias=True)} for s in signals]
-               + [{"kind": "decision", "data": d.model_dump(mode="json")} for d in decisions]
-               + [{"kind": "session", "data": {"session": s, "seen": at}} for s, at in sessions.items()])
+    records: list[ArchiveLine] = [{"kind": "task", "data": t.model_dump(mode="json")} for t in done]
+    records += [{"kind": "signal", "data": s.model_dump(mode="json", by_alias=True)} for s in signals]
+    records += [{"kind": "decision", "data": d.model_dump(mode="json")} for d in decisions]
+    records += [{"kind": "session", "data": {"session": s, "seen": at}} for s, at in sessions.items()]
     store.archive(ctx.lay, records)
     inbox.retire(ctx.lay.inbox, {t.id for t in done})
     for t in done:

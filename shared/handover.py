@@ -24,7 +24,7 @@ from typing import Any, cast
 from . import diff, git, recovery, snapshot, store
 from .diff import FileChange, Hunk
 from .errors import StateRefused
-from .models import Saved, SavedKind, State, Task, report_path
+from .models import Checkpoint, Saved, SavedKind, State, Task, report_path
 from .worktree import write_entries
 
 HANDOFF_REFS = "refs/hunkwise/handoffs"
@@ -376,7 +376,8 @@ def apply_claims(ctx: Any, machine: str, claims: list[Any], applied: Any) -> Non
             applied.claims.append(f"{task.id}: {rec.session}")
 
 
-def apply_handbacks(ctx: Any, machine: str, checkpoints: dict[str, Any], applied: Any) -> None:
+def apply_handbacks(ctx: Any, machine: str, checkpoints: dict[str, Checkpoint],
+                    applied: Any) -> None:
     """A session of another machine that held one of this machine's tasks handed it on
     (back here, typically): its claim is released and the task reserved for the target,
     as a local `worker handoff` does. Its edits travel with the handoff; the start that

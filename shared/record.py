@@ -118,7 +118,8 @@ class Record:
 
     def model_dump(self, *, mode: str = "json", by_alias: bool = False) -> dict[str, Any]:
         """The record as JSON values: enums as their values, tuples as lists. Keys are the
-        field names, or their JSON names with `by_alias`."""
+        field names, or their JSON names with `by_alias`. Typed as open JSON, since every
+        record has its own shape: a `Public` record's public() gives its document type."""
         return typing.cast(dict[str, Any], _dump(self, by_alias))
 
     def model_dump_json(self, *, indent: int | None = None, by_alias: bool = False) -> str:
@@ -126,7 +127,8 @@ class Record:
                           allow_nan=False, separators=None if indent else (",", ":"))
 
     def model_copy(self, *, update: dict[str, Any] | None = None) -> typing.Self:
-        """A shallow copy with some fields replaced (and checked)."""
+        """A shallow copy with some fields replaced (and checked): `update` maps any of the
+        record's field names to a value, checked as the field's type on construction."""
         return typing.cast(typing.Self, dataclasses.replace(typing.cast(Any, self), **(update or {})))
 
 

@@ -14,7 +14,7 @@ one of these says so (`public()`, shared/models.py), so commands need no casts.
 
 from __future__ import annotations
 
-from typing import Literal, NotRequired, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 # `from` is a keyword: documents with a `from` key take it from this base.
 _From = TypedDict("_From", {"from": str})
@@ -1018,6 +1018,31 @@ class Outbox(TypedDict):
 
     sent: dict[str, float]
     pending: dict[str, OutboxEntry]
+
+
+class ArchiveLine(TypedDict):
+    """A line of `archive.jsonl`: a record the state dropped at thaw. `data` is open JSON:
+    the record as its model dumps it (a task, a signal, a decision) or a session's last
+    sight, read back only by code that knows its kind."""
+
+    kind: Literal["task", "signal", "decision", "session"]
+    data: dict[str, Any]
+
+
+class Mirror(TypedDict):
+    """`sync/mirror.json`: the tasks this machine holds only as a copy of another machine's
+    published table (task id -> machine), and the commit each machine's ranges are at."""
+
+    tasks: dict[str, str]
+    ranges_at: dict[str, str | None]
+
+
+class SeenChain(TypedDict):
+    """What `sync/seen.json` remembers of a machine's fetched chain: the commit applied, and
+    the records ("path oid") taken from it."""
+
+    commit: str
+    records: list[str]
 
 
 class ErrorBody(TypedDict):

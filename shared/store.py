@@ -14,12 +14,15 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import git
 from .errors import StateRefused, UsageError
 from .models import STATE_VERSION, State
 from .record import RecordError
+
+if TYPE_CHECKING:
+    from .results import ArchiveLine
 
 
 def parse_untrusted(data: bytes, model: Any, what: str, limit: int, kind: str = "") -> Any:
@@ -67,7 +70,7 @@ def atomic_write(path: Path, data: bytes) -> None:
 def strict_json_loads(data: bytes | str) -> Any:
     """json.loads that refuses duplicate keys and NaN/Infinity."""
 
-    def no_dupes(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    def no_dupes(pairs: list[tuple[str, Any]]) -> dict[str, Any]:  # any JSON object
         out: dict[str, Any] = {}
         for k, v in pairs:
             if k in out:
@@ -111,6 +114,8 @@ def ensure(lay: Layout) -> None:
         (lay.root / sub).mkdir(parents=True, exist_ok=True)
 
 
+# A state document of an older version is open JSON until the last migration hands it to
+# State.model_validate.
 def _to_v2(doc: dict[str, Any]) -> dict[str, Any]:
     return {**doc, "version": 2}  # new fields all have defaults
 
@@ -156,7 +161,7 @@ def _parse_state(lay: Layout, data: bytes) -> State:
 ARCHIVE = "archive.jsonl"
 
 
-def archive(lay: Layout, records: list[dict[str, Any]]) -> None:
+def archive(lay: Layout, records: list[ArchiveLine]) -> None:
     """Append finished records ({"kind", "data"}) to the append-only archive, fsynced
     before the state that drops them is saved: a crash in between keeps both copies,
     never neither."""
@@ -170,7 +175,9 @@ def archive(lay: Layout, records: list[dict[str, Any]]) -> None:
 
 
 def archived(lay: Layout, kind: str) -> list[dict[str, Any]]:
-    """Every archived record of a kind, oldest first; a torn last line is skipped."""
+    """Every archived record of a kind, oldest first; a torn last line is skipped.
+
+    Open JSON, as read back from a file: what it holds is the caller's kind's dump."""
     try:
         raw = (lay.root / ARCHIVE).read_bytes()
     except FileNotFoundError:
