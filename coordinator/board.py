@@ -30,7 +30,7 @@ import time
 from collections.abc import Mapping
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 from hunkwise.coordinator.board_render import e, page_template, render
@@ -80,8 +80,11 @@ def _report_head(path: Any) -> ReportHead:
         except (OSError, ValueError):
             doc = {}
         doc = doc if isinstance(doc, dict) else {}
-        got = cast("ReportHead", {k: str(doc.get(k) or "")[:500]
-                                for k in ("status", "title", "kind", "reason")})
+
+        def text(key: str) -> str:
+            return str(doc.get(key) or "")[:500]
+        got = {"status": text("status"), "title": text("title"), "kind": text("kind"),
+               "reason": text("reason")}
         if len(_heads) > 5000:
             _heads.clear()
         _heads[path.name] = got

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from . import diff, git, recovery, snapshot, store
 from .diff import FileChange, Hunk
@@ -39,7 +39,7 @@ def _safe(path: str) -> bool:
     return bool(path) and not path.startswith("/") and ".." not in parts and ".git" not in parts
 
 
-def record_edits(repo: Path, tv: Any, task: Task, *, kind: str, ref: str) -> Saved | None:
+def record_edits(repo: Path, tv: Any, task: Task, *, kind: SavedKind, ref: str) -> Saved | None:
     """The task's own changes in the tree now, as a record that can travel: the snapshot
     tree, the base *tree* (a tree travels without the commit's history) and its hunks."""
     from .tree import select
@@ -49,7 +49,7 @@ def record_edits(repo: Path, tv: Any, task: Task, *, kind: str, ref: str) -> Sav
     if not hunks and not whole:
         return None
     git.run(repo, "update-ref", ref, tv.snap.tree)
-    return Saved(kind=cast(SavedKind, kind), revision=max(task.revision, 1), tree=tv.snap.tree,
+    return Saved(kind=kind, revision=max(task.revision, 1), tree=tv.snap.tree,
                  base=tv.snap.head_tree, at=store.now(), ref=ref,
                  hunks=hunks, whole=whole)
 
