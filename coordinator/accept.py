@@ -30,7 +30,7 @@ from hunkwise.shared.checks import failure_text, run_checks
 from hunkwise.shared.commitplan import Plan, plan_commit  # noqa: F401 - re-exported
 from hunkwise.shared.context import Ctx, get_task, iso
 from hunkwise.shared.errors import CheckFailed, StateRefused
-from hunkwise.shared.models import Report, Task, TaskState
+from hunkwise.shared.models import AuditVerdict, Task, TaskState, WorkReport
 from hunkwise.shared.recovery import kill_point
 from hunkwise.shared.tree import active_tasks, sync_ranges, view
 
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from hunkwise.shared.results import AcceptJournal, AcceptResult, Repaired
 
 
-def commit_message(task: Task, report: Report, message: str | None,
+def commit_message(task: Task, report: WorkReport, message: str | None,
                    reviewers: list[str] | None = None) -> bytes:
     """The message, then the trailers: `Coord-Task`, `Coord-Session` (the worker's session)
     and one `Reviewed-by` per session whose approval the audit counted."""
@@ -78,7 +78,7 @@ def approving_sessions(ctx: Ctx, task: Task, revision: int) -> list[str]:
             r = inbox.read_report(e.path)
         except CoordError:
             continue
-        if (r.kind != "review" or r.revision != revision or not r.session or not r.role
+        if (not isinstance(r, AuditVerdict) or r.revision != revision or not r.session or not r.role
                 or session_role(r.session) != r.role or task.audit.get(r.role) != "approved"):
             continue
         newest.pop(r.session, None)  # keeps the order of the newest verdicts

@@ -16,7 +16,16 @@ from hunkwise import inbox
 from hunkwise.shared import git, store
 from hunkwise.shared.context import Ctx, get_task
 from hunkwise.shared.errors import UsageError
-from hunkwise.shared.models import Finding, Report, State, Task, TaskState, report_path
+from hunkwise.shared.models import (
+    AuditVerdict,
+    Finding,
+    Report,
+    State,
+    Task,
+    TaskState,
+    WorkReport,
+    report_path,
+)
 from hunkwise.shared.ownership import glob_matches
 from hunkwise.shared.tree import (
     Selection,
@@ -70,7 +79,7 @@ def validate(ctx: Ctx, state: State, task: Task, report: Report,
             findings.append(Finding(code="audit-pending", detail=f"audit by {role} not answered"))
         elif verdict == "changes":
             findings.append(Finding(code="audit-changes", detail=f"{role} asked for changes"))
-    if report.kind == "review":
+    if isinstance(report, AuditVerdict):
         return Verdict(findings, tv)
     if tv is None:
         tv = view(ctx.repo, active_tasks(state))
@@ -99,7 +108,7 @@ def validate(ctx: Ctx, state: State, task: Task, report: Report,
 
 
 def assess(repo: Path, tv: TreeView, tasks: dict[str, Task], task: Task,
-           report: Report) -> Verdict:
+           report: WorkReport) -> Verdict:
     """The report's changes against the tree's: what the task may commit, and why not.
 
     Pure but for reading blobs: the randomized attribution tests drive it directly.
@@ -178,8 +187,9 @@ def validation_doc(v: Verdict) -> Validation:
 def report_summary(report: Report, age_s: float | None = None) -> InboxRow:
     passed = sum(1 for c in report.checks if c.passed)
     row: InboxRow = {
-        "task_id": report.task_id, "kind": "verdict" if report.kind == "review" else "report",
-        "status": report.verdict or report.status if report.kind == "review" else report.status,
+        "task_id": report.task_id, "kind": "verdict" if isinstance(report, AuditVerdict) else "report",
+        "status": (report.verdict or report.status) if isinstance(report, AuditVerdict)
+        else report.status,
         "role": report.role, "title": report.title,
         "checks_passed": passed, "checks_total": len(report.checks),
         "created_at": report.created_at, "revision": report.revision,
@@ -375,7 +385,7 @@ def next_report(ctx: Ctx) -> NextResult:
 
 
 def newest_report(ctx: Ctx, task_id: str, found: list[inbox.Entry] | None = None,
-                  task: Task | None = None) -> tuple[inbox.Entry, Report]:
+                  task: Task | None = None) -> tuple[inbox.Entry, WorkReport]:
     """The task's newest work report (audit verdicts are reports too, but not of work).
 
     With the task's state, only revisions the state handed out count, and of the newest
@@ -388,7 +398,7 @@ def newest_report(ctx: Ctx, task_id: str, found: list[inbox.Entry] | None = None
     while found:
         e = found.pop()
         report = _read_or_quarantine(e)
-        if report is not None and report.kind == "task":
+        if isinstance(report, WorkReport):
             return e, report
     raise UsageError(f"task {task_id} has no readable report in the inbox")
 

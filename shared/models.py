@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import re
 from enum import StrEnum
-from typing import TYPE_CHECKING, Annotated, Literal, NewType
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NewType
 
 from .errors import UsageError
-from .record import Constraint, F, Public, Record
+from .record import Constraint, F, Public, Record, RecordError
 
 if TYPE_CHECKING:
     # Some are named only in quotes, as the document a `Public` record's public() returns.
@@ -375,15 +375,11 @@ def _inside(v: str) -> str:
     try:
         return check_rel_path(v, strict=False)
     except UsageError as e:
-        from .record import RecordError
-
         raise RecordError(e.message) from None
 
 
 def _task_id(v: str) -> str:
     if not TASK_ID_RE.fullmatch(v) or ".." in v:
-        from .record import RecordError
-
         raise RecordError(f"malformed task id {v!r}")
     return v
 
@@ -421,7 +417,10 @@ class ProposedCommit(Strict):
     body: ShortText = ""
 
 
-class Report(Strict, Public["ReportDoc"]):
+class _Report(Strict, Public["ReportDoc"]):
+    """What every inbox report holds: the review contract (SPEC.md, "Report"). A report is
+    a `WorkReport` or an `AuditVerdict` (`kind`); both write every field, in this order."""
+
     schema_version: Literal[1]
     task_id: str = F(check=_task_id)
     status: ReportStatus
@@ -443,8 +442,43 @@ class Report(Strict, Public["ReportDoc"]):
     reason: ShortText | None = None
     kind: Literal["task", "review"] = "task"
     checks_skipped: bool = False
+    # An audit verdict's; null in a work report. The reader refuses neither a verdict
+    # without them nor a work report with them, as it never did (see AuditVerdict).
     role: str | None = F(default=None, max_length=64)
     verdict: Verdict | None = None
+
+
+class WorkReport(_Report):
+    """A worker's report of its work on a task (`worker done`, `blocked`, `failed`)."""
+
+    kind: Literal["task"] = "task"
+
+
+class AuditVerdict(_Report):
+    """A reviewer's verdict on a task's revision (`worker review --verdict`): no changes,
+    `status` done, and its role and verdict (which its writer always sets; a verdict
+    without them approves nothing)."""
+
+    kind: Literal["review"] = "review"
+
+
+Report = WorkReport | AuditVerdict
+
+
+def validate_report(doc: Any) -> Report:
+    """A report document, read strictly as the kind it names (a work report by default)."""
+    if isinstance(doc, WorkReport | AuditVerdict):
+        return doc
+    kind = doc.get("kind", "task") if isinstance(doc, dict) else "task"
+    if kind == "review" and type(kind) is str:
+        return AuditVerdict.model_validate(doc)
+    try:
+        return WorkReport.model_validate(doc)
+    except RecordError as e:
+        if e.loc != ("kind",):
+            raise
+        # As one reader of both kinds said it.
+        raise RecordError(f"expected one of 'task', 'review', not {kind!r:.80}", ("kind",)) from None
 
 
 class Finding(Strict):

@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeVar
 
 from . import git, store
 from .context import Ctx, machine_name, session_role
@@ -25,6 +25,7 @@ from .models import (
     INACTIVE,
     SESSION_RE,
     TASK_ID_RE,
+    AuditVerdict,
     Checkpoint,
     ClaimRecord,
     Report,
@@ -32,7 +33,9 @@ from .models import (
     SignalType,
     Task,
     TaskState,
+    WorkReport,
 )
+from .record import Record
 from .records import (
     KEY_RE,
     MAX_RECORD_BYTES,
@@ -52,6 +55,7 @@ from .signals import addressed_to, close_about
 if TYPE_CHECKING:
     from .results import AppliedDoc, QuarantinedRecord, SeenChain
 
+R = TypeVar("R", bound=Record)
 _SIG_ID_RE = re.compile(r"^sig-\d{8}-\d{3,9}@(?P<m>[A-Za-z0-9_-]{1,64})$")
 _MACHINE_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
@@ -101,8 +105,8 @@ def _quarantine(ctx: Ctx, machine: str, path: str, data: bytes, reason: str,
     applied.quarantined.append({"machine": machine, "record": path, "reason": reason})
 
 
-def _parse(data: bytes, model: Any, what: str) -> Any:
-    return store.parse_untrusted(data, model, what, MAX_RECORD_BYTES)
+def _parse(data: bytes, model: type[R], what: str) -> R:
+    return store.parse_untrusted(data, model.model_validate, what, MAX_RECORD_BYTES)
 
 
 def _read_report(ctx: Ctx, name: str, data: bytes) -> Report:
@@ -159,8 +163,8 @@ def _apply_machine(ctx: Ctx, machine: str, commit: str, done: set[str],
 
     signals: list[Signal] = []
     checkpoints: dict[str, Checkpoint] = {}
-    verdicts: list[tuple[str, bytes, Report]] = []
-    works: list[tuple[str, bytes, Report, str, str]] = []
+    verdicts: list[tuple[str, bytes, AuditVerdict]] = []
+    works: list[tuple[str, bytes, WorkReport, str, str]] = []
     claims: list[ClaimRecord] = []
     table: Table | None = None
     for path, oid in sorted(todo.items()):
@@ -213,7 +217,7 @@ def _apply_machine(ctx: Ctx, machine: str, commit: str, done: set[str],
                 if report.task_id != m["task"] or report.revision != int(m["rev"]):
                     raise UsageError(f"name says {m['task']} r{m['rev']}, content says "
                                      f"{report.task_id} r{report.revision}")
-                if report.kind == "review":
+                if isinstance(report, AuditVerdict):
                     verdicts.append((name, data, report))
                 elif {"snapshot", "base"} <= set(entry):
                     works.append((name, data, report, entry["snapshot"][1], entry["base"][1]))
@@ -268,7 +272,7 @@ def _parse_table(data: bytes, machine: str) -> Table:
 
 
 def _apply_state(ctx: Ctx, machine: str, signals: list[Signal],
-                 checkpoints: dict[str, Checkpoint], verdicts: list[tuple[str, bytes, Report]],
+                 checkpoints: dict[str, Checkpoint], verdicts: list[tuple[str, bytes, AuditVerdict]],
                  table: Table | None, applied: Applied) -> None:
     from hunkwise import inbox
 

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import git
 from .errors import StateRefused, UsageError
@@ -24,10 +24,14 @@ from .record import RecordError
 if TYPE_CHECKING:
     from .results import ArchiveLine
 
+T = TypeVar("T")
 
-def parse_untrusted(data: bytes, model: Any, what: str, limit: int, kind: str = "") -> Any:
+
+def parse_untrusted(data: bytes, read: Callable[[Any], T], what: str, limit: int,
+                    kind: str = "") -> T:
     """Bytes from a process hunkwise does not trust (a worker's report, another machine's
-    record) as a strict model: a size cap, strict JSON, the schema; one line on failure."""
+    record) read strictly (`read`: a record's model_validate, or validate_report): a size cap,
+    strict JSON, the schema; one line on failure."""
     if len(data) > limit:
         raise UsageError(f"{what}: over the {limit} byte limit")
     try:
@@ -35,7 +39,7 @@ def parse_untrusted(data: bytes, model: Any, what: str, limit: int, kind: str = 
     except (ValueError, RecursionError) as e:
         raise UsageError(f"{what}: not valid JSON ({str(e)[:200]})") from None
     try:
-        return model.model_validate(doc)
+        return read(doc)
     except ValueError as e:
         lines = str(e).splitlines()
         detail = "; ".join(lines[1:3]) if len(lines) > 2 else str(e)

@@ -18,6 +18,7 @@ from hunkwise.shared import store
 from hunkwise.shared.errors import UsageError
 from hunkwise.shared.models import (
     MAX_TEXT,
+    AuditVerdict,
     Checkpoint,
     Claim,
     Decision,
@@ -25,13 +26,14 @@ from hunkwise.shared.models import (
     Grant,
     Handover,
     Note,
-    Report,
     Saved,
     Signal,
     SignalType,
     State,
     Task,
     TaskState,
+    WorkReport,
+    validate_report,
 )
 from hunkwise.shared.record import RecordError
 from hunkwise.shared.store import strict_json_loads
@@ -50,9 +52,25 @@ def test_a_state_written_by_the_previous_release_is_read_and_written_back_byte_f
 
 def test_a_report_written_by_the_previous_release_is_read_and_written_back_byte_for_byte() -> None:
     raw = (DATA / "report_v1.json").read_bytes()
-    report = Report.model_validate(strict_json_loads(raw))
+    report = validate_report(strict_json_loads(raw))
+    assert isinstance(report, WorkReport)
     assert report.changes[0].hunks[0].old_start == 2
     assert report.model_dump_json().encode() == raw
+
+
+def test_an_audit_verdict_is_read_as_one_and_written_back_byte_for_byte() -> None:
+    doc = {**strict_json_loads((DATA / "report_v1.json").read_bytes()), "changes": [],
+           "kind": "review", "role": "security", "verdict": "approve"}
+    raw = json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode()
+    report = validate_report(strict_json_loads(raw))
+    assert isinstance(report, AuditVerdict) and report.verdict == "approve"
+    assert report.model_dump_json().encode() == raw
+    # Read as before the two kinds were told apart: a verdict without its role and verdict,
+    # a report with no kind (a work report).
+    bare = validate_report({**doc, "role": None, "verdict": None})
+    assert isinstance(bare, AuditVerdict) and bare.verdict is None
+    no_kind = {k: v for k, v in doc.items() if k not in ("kind", "role", "verdict")}
+    assert isinstance(validate_report(no_kind), WorkReport)
 
 
 def _text(rng: random.Random, n: int = 12) -> str:
@@ -186,12 +204,14 @@ REPORT = strict_json_loads((DATA / "report_v1.json").read_bytes())
     (("checks",), [{}] * 1001, "checks: at most 1000 items"),
     (("status",), "DONE", "status: expected one of 'done', 'blocked', 'failed'"),
     (("extra",), 1, "extra: unknown field"),
+    (("kind",), "audit", "kind: expected one of 'task', 'review', not 'audit'"),
+    (("kind",), True, "kind: expected one of 'task', 'review', not True"),
 ])
 def test_a_malformed_report_is_refused_naming_the_field(path: tuple[Any, ...], value: Any,
                                                         expected: str) -> None:
     data = json.dumps(_set(REPORT, path, value)).encode()
     with pytest.raises(UsageError) as e:
-        store.parse_untrusted(data, Report, "report r1", 1 << 24, "report")
+        store.parse_untrusted(data, validate_report, "report r1", 1 << 24, "report")
     assert f"report r1: does not match the report schema (invalid {expected}" in e.value.message
 
 

@@ -27,12 +27,12 @@ from hunkwise.shared.models import (
     Claim,
     Overlap,
     ProposedCommit,
-    Report,
     ReportStatus,
     Signal,
     SignalType,
     Task,
     TaskState,
+    WorkReport,
     report_path,
 )
 from hunkwise.shared.signals import send
@@ -347,7 +347,7 @@ def _report(ctx: Ctx, task_id: str, *, status: ReportStatus, session: str | None
     # took it meanwhile (checked under the lock below).
     revision = task.revision + 1
     ref = f"{recovery.SNAPSHOT_REFS}/{task_id}/r{revision}"
-    report = Report(
+    report = WorkReport(
         schema_version=1, task_id=task_id, status=status,
         session=sess, created_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds"),
         base_commit=tv.snap.head, title=task.title, expect=task.expect, summary=summary,

@@ -23,12 +23,12 @@ from hunkwise.shared.context import (
 from hunkwise.shared.errors import StateRefused, UsageError
 from hunkwise.shared.handover import HANDOFF_REFS, record_edits
 from hunkwise.shared.models import (
+    AuditVerdict,
     Checkpoint,
     Decision,
     DecisionKind,
     Handover,
     ProposedCommit,
-    Report,
     Saved,
     Signal,
     SignalType,
@@ -283,7 +283,7 @@ def review(ctx: Ctx, task_id: str, *, session: str | None, verdict: str, notes: 
         # so it never supersedes the work report it is about.
         rev = max(task.revision, 1)
         head = git.head(ctx.repo)
-        report = Report(
+        report = AuditVerdict(
             schema_version=1, task_id=task_id, status="done", session=s,
             created_at=dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds"),
             base_commit=head, title=task.title, expect=task.expect, summary=notes,
