@@ -10,7 +10,7 @@ from hunkwise.shared import config, git, store
 from hunkwise.shared.context import Ctx
 from hunkwise.shared.diff import looks_binary
 from hunkwise.shared.errors import StateRefused, UsageError
-from hunkwise.shared.models import Grant, State, Task, TaskState, check_task_id
+from hunkwise.shared.models import Grant, State, Task, TaskState, check_task_id, parse_grant
 from hunkwise.shared.ownership import find_conflicts
 from hunkwise.shared.tree import active_tasks, sync_ranges, view
 
@@ -59,7 +59,7 @@ def _parse_grants(ctx: Ctx, writes: list[str]) -> list[Grant]:
     """`--write` values as grants; a range must fit a committed text file."""
     if not writes:
         raise UsageError("give at least one --write GRANT (a GLOB or PATH:START-END)")
-    grants = [Grant.parse(w) for w in writes]
+    grants = [parse_grant(w) for w in writes]
     for g in grants:
         if g.kind == "range":
             _check_range(ctx, g)

@@ -8,11 +8,12 @@ NaN is refused, sizes are capped.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated, Any, Literal, NewType
 
 from .errors import UsageError
-from .record import Constraint, F, Public, Record, RecordError
+from .record import Constraint, F, Public, Record, RecordError, Tag, reader
 
 if TYPE_CHECKING:
     # Some are named only in quotes, as the document a `Public` record's public() returns.
@@ -95,44 +96,64 @@ def report_path(path: str) -> str:
         return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
-class Grant(Strict):
-    """A write grant: a gitignore-style glob from the repo root, or a line range of a file."""
+class _GrantFields(Strict):
+    """What every grant writes, in this order. A grant is a `GlobGrant` or a `RangeGrant`
+    (`kind`); see `Grant`."""
 
     kind: Literal["glob", "range"]
     path: str = F(max_length=4096)
     start: int = F(default=0, ge=0)
     end: int = F(default=0, ge=0)
 
+
+class GlobGrant(_GrantFields):
+    """A write grant of a gitignore-style glob from the repo root. It names no lines:
+    `start` and `end` stay 0, and are written (and read) as every grant has them."""
+
+    kind: Literal["glob"]
+
     def __str__(self) -> str:
-        if self.kind == "range":
-            return f"{self.path}:{self.start}-{self.end}"
         return self.path
 
-    @staticmethod
-    def parse(text: str) -> Grant:
-        if not isinstance(text, str) or not text.strip():
-            raise UsageError("empty grant: give a GLOB or PATH:START-END")
-        m = _RANGE_RE.match(text)
-        if m:
-            path = check_rel_path(m["path"].removeprefix("./"), "grant")
-            start, end = int(m["start"]), int(m["end"])
-            if start < 1 or end < 1:
-                raise UsageError(f"grant {text!r}: lines are numbered from 1")
-            if end < start:
-                raise UsageError(f"grant {text!r}: range is reversed ({start} > {end})")
-            if any(c in path for c in "*?[") :
-                raise UsageError(f"grant {text!r}: a line range needs a plain file path, not a glob")
-            return Grant(kind="range", path=path, start=start, end=end)
-        one = re.match(r"^(?P<path>.+):(?P<line>\d+)$", text)
-        if one and not any(c in one["path"] for c in "*?["):
-            return Grant.parse(f"{one['path']}:{one['line']}-{one['line']}")  # PATH:N, one line
-        pattern = text.removeprefix("./")
-        if re.search(r":\d*(-\d*)?$", pattern) and not m:
-            raise UsageError(f"grant {text!r}: a line range is PATH:START-END, both numbers given")
-        check_rel_path(pattern.rstrip("/") or pattern, "grant")
-        if pattern.startswith("!"):
-            raise UsageError(f"grant {text!r}: negated patterns are not grants")
-        return Grant(kind="glob", path=pattern)
+
+class RangeGrant(_GrantFields):
+    """A write grant of lines `start`-`end` (from 1, both included) of one file."""
+
+    kind: Literal["range"]
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.start}-{self.end}"
+
+
+# A grant as tasks hold it; the state reads each as the kind it names.
+Grant = Annotated[GlobGrant | RangeGrant, Tag("kind")]
+
+
+def parse_grant(text: str) -> Grant:
+    """A grant as people type it: GLOB, PATH:START-END, or PATH:N."""
+    if not isinstance(text, str) or not text.strip():
+        raise UsageError("empty grant: give a GLOB or PATH:START-END")
+    m = _RANGE_RE.match(text)
+    if m:
+        path = check_rel_path(m["path"].removeprefix("./"), "grant")
+        start, end = int(m["start"]), int(m["end"])
+        if start < 1 or end < 1:
+            raise UsageError(f"grant {text!r}: lines are numbered from 1")
+        if end < start:
+            raise UsageError(f"grant {text!r}: range is reversed ({start} > {end})")
+        if any(c in path for c in "*?[") :
+            raise UsageError(f"grant {text!r}: a line range needs a plain file path, not a glob")
+        return RangeGrant(kind="range", path=path, start=start, end=end)
+    one = re.match(r"^(?P<path>.+):(?P<line>\d+)$", text)
+    if one and not any(c in one["path"] for c in "*?["):
+        return parse_grant(f"{one['path']}:{one['line']}-{one['line']}")  # PATH:N, one line
+    pattern = text.removeprefix("./")
+    if re.search(r":\d*(-\d*)?$", pattern) and not m:
+        raise UsageError(f"grant {text!r}: a line range is PATH:START-END, both numbers given")
+    check_rel_path(pattern.rstrip("/") or pattern, "grant")
+    if pattern.startswith("!"):
+        raise UsageError(f"grant {text!r}: negated patterns are not grants")
+    return GlobGrant(kind="glob", path=pattern)
 
 
 class Claim(Strict):
@@ -462,23 +483,17 @@ class AuditVerdict(_Report):
     kind: Literal["review"] = "review"
 
 
-Report = WorkReport | AuditVerdict
+# An inbox report, read as the kind it names (a work report when it names none).
+Report = Annotated[WorkReport | AuditVerdict, Tag("kind")]
+_read_report: list[Callable[[Any], Any]] = []
 
 
 def validate_report(doc: Any) -> Report:
-    """A report document, read strictly as the kind it names (a work report by default)."""
-    if isinstance(doc, WorkReport | AuditVerdict):
-        return doc
-    kind = doc.get("kind", "task") if isinstance(doc, dict) else "task"
-    if kind == "review" and type(kind) is str:
-        return AuditVerdict.model_validate(doc)
-    try:
-        return WorkReport.model_validate(doc)
-    except RecordError as e:
-        if e.loc != ("kind",):
-            raise
-        # As one reader of both kinds said it.
-        raise RecordError(f"expected one of 'task', 'review', not {kind!r:.80}", ("kind",)) from None
+    """A report document, read strictly as the kind it names."""
+    if not _read_report:
+        _read_report.append(reader(Report))
+    report: Report = _read_report[0](doc)
+    return report
 
 
 class Finding(Strict):

@@ -140,6 +140,12 @@ class Public(Generic[D]):
         return typing.cast(D, _dump(self, False))
 
 
+def reader(tp: Any) -> Reader:
+    """A function that reads a value of type `tp` as a record's field of that type is read
+    (a union of records marked with `Tag`, say)."""
+    return _compile(tp)
+
+
 # ---- the compiled reader -------------------------------------------------------------
 
 _NONE = type(None)
@@ -205,6 +211,8 @@ def _compile(tp: Any, con: Constraint | None = None) -> Reader:
     if origin is typing.Annotated:
         inner, *extra = typing.get_args(tp)
         for e in extra:
+            if isinstance(e, Tag):
+                return _checked(_tagged(typing.get_args(inner), e.key), con)
             if isinstance(e, Constraint):
                 con = e
         return _compile(inner, con)
@@ -304,6 +312,56 @@ def _compile(tp: Any, con: Constraint | None = None) -> Reader:
     if tp is Any:
         return _checked(lambda v: v, con)
     raise TypeError(f"no reader for {tp!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Tag:
+    """`Annotated[A | B, Tag("kind")]`: a union of records told apart by one field, a
+    Literal in each. A document is read as the record its value names; one without the
+    field as the record whose field has a default. Errors read as those of one record
+    holding every value: where the field is not the first thing wrong, what is wrong first
+    is named (so both kinds are read with the same reader up to that field)."""
+
+    key: str
+
+
+def _tagged(members: tuple[Any, ...], key: str) -> Reader:
+    if not members or not all(isinstance(m, type) and issubclass(m, Record) for m in members):
+        raise TypeError(f"Tag({key!r}) marks a union of records, not {members!r}")
+    # Built at first use: records may name themselves.
+    cell: list[tuple[list[tuple[Any, Reader]], Reader]] = []
+
+    def plan() -> tuple[list[tuple[Any, Reader]], Reader]:
+        if not cell:
+            values: list[tuple[Any, Reader]] = []
+            fallback = None
+            for m in members:
+                f = next(f for f in _plan(m) if f.key == key)
+                for v in typing.get_args(typing.get_type_hints(m)[f.name]):
+                    values.append((v, _reader_of(m)))
+                if not f.required and fallback is None:
+                    fallback = _reader_of(m)
+            cell.append((values, fallback or _reader_of(members[0])))
+        return cell[0]
+
+    def tagged(v: Any) -> Any:
+        if isinstance(v, members):
+            return v
+        values, fallback = plan()
+        if isinstance(v, dict) and key in v:
+            tag = v[key]
+            for a, read in values:
+                if tag == a and type(tag) is type(a):
+                    return read(v)
+            try:
+                return fallback(v)
+            except RecordError as e:
+                if e.loc != (key,):
+                    raise
+                allowed = ", ".join(repr(a) for a, _ in values)
+                raise RecordError(f"expected one of {allowed}, not {tag!r:.80}", (key,)) from None
+        return fallback(v)
+    return tagged
 
 
 def _lazy_record(tp: type[Record]) -> Reader:

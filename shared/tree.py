@@ -16,7 +16,7 @@ from pathlib import Path
 from . import diff, git, snapshot
 from .diff import FileChange
 from .errors import GitError
-from .models import ChangeEntry, Grant, HunkEntry, State, Task, TaskState, report_path
+from .models import ChangeEntry, HunkEntry, RangeGrant, State, Task, TaskState, report_path
 from .ownership import Ambiguous, Attribution, attribute, map_range, merged_ranges
 
 Identity = tuple[str, ...]
@@ -231,7 +231,7 @@ def task_entries(repo: Path, tv: TreeView, task: Task, sel: Selection) -> list[C
 
     att = tv.attribution
     entries = to_entries(sel.changes, att)
-    ranges: dict[str, list[Grant]] = {}
+    ranges: dict[str, list[RangeGrant]] = {}
     for g in merged_ranges(task.grants):
         ranges.setdefault(g.path, []).append(g)
     todo = [c for c in sel.changes if c.splittable and c.hunks]
