@@ -96,7 +96,7 @@ def report_path(path: str) -> str:
         return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
-class _GrantFields(Strict):
+class _GrantFields(Strict, init=False):
     """What every grant writes, in this order. A grant is a `GlobGrant` or a `RangeGrant`
     (`kind`); see `Grant`."""
 
@@ -438,7 +438,7 @@ class ProposedCommit(Strict):
     body: ShortText = ""
 
 
-class _Report(Strict, Public["ReportDoc"]):
+class _Report(Strict, Public["ReportDoc"], init=False):
     """What every inbox report holds: the review contract (SPEC.md, "Report"). A report is
     a `WorkReport` or an `AuditVerdict` (`kind`); both write every field, in this order."""
 

@@ -85,12 +85,13 @@ class Record:
 
     _fields: ClassVar[tuple[_Field, ...] | None] = None
 
-    def __init_subclass__(cls, **kw: Any) -> None:
+    def __init_subclass__(cls, *, init: bool = True, **kw: Any) -> None:
         super().__init_subclass__(**kw)
         cls._fields = None
         # Only __init__ is generated per class (each generated method costs an exec at
-        # import); equality and repr are the same for every record, below.
-        dataclasses.dataclass(kw_only=True, eq=False, repr=False)(cls)
+        # import), and not even that for a class that only holds the fields its kinds
+        # share (`init=False`); equality and repr are the same for every record, below.
+        dataclasses.dataclass(kw_only=True, eq=False, repr=False, init=init)(cls)
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
@@ -314,15 +315,19 @@ def _compile(tp: Any, con: Constraint | None = None) -> Reader:
     raise TypeError(f"no reader for {tp!r}")
 
 
-@dataclasses.dataclass(frozen=True)
 class Tag:
     """`Annotated[A | B, Tag("kind")]`: a union of records told apart by one field, a
     Literal in each. A document is read as the record its value names; one without the
     field as the record whose field has a default. Errors read as those of one record
     holding every value: where the field is not the first thing wrong, what is wrong first
-    is named (so both kinds are read with the same reader up to that field)."""
+    is named (so both kinds are read with the same reader up to that field).
 
-    key: str
+    A plain class: a dataclass would cost an exec per generated method at import."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, key: str) -> None:
+        self.key = key
 
 
 def _tagged(members: tuple[Any, ...], key: str) -> Reader:
