@@ -21,7 +21,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hunkwise import inbox
 from hunkwise.coordinator.review import newest_report, validate
@@ -30,7 +30,7 @@ from hunkwise.shared.checks import failure_text, run_checks
 from hunkwise.shared.commitplan import Plan, plan_commit  # noqa: F401 - re-exported
 from hunkwise.shared.context import Ctx, get_task, iso
 from hunkwise.shared.errors import CheckFailed, StateRefused
-from hunkwise.shared.models import Report, Task, TaskState
+from hunkwise.shared.models import AuditVerdict, Task, TaskState, WorkReport
 from hunkwise.shared.recovery import kill_point
 from hunkwise.shared.tree import active_tasks, sync_ranges, view
 
@@ -38,8 +38,11 @@ MAX_ATTEMPTS = 5
 _TRAILER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*: \S")
 COMMIT_LOCK_WAIT_S = 600.0
 
+if TYPE_CHECKING:
+    from hunkwise.shared.results import AcceptJournal, AcceptResult, Repaired
 
-def commit_message(task: Task, report: Report, message: str | None,
+
+def commit_message(task: Task, report: WorkReport, message: str | None,
                    reviewers: list[str] | None = None) -> bytes:
     """The message, then the trailers: `Coord-Task`, `Coord-Session` (the worker's session)
     and one `Reviewed-by` per session whose approval the audit counted."""
@@ -75,7 +78,7 @@ def approving_sessions(ctx: Ctx, task: Task, revision: int) -> list[str]:
             r = inbox.read_report(e.path)
         except CoordError:
             continue
-        if (r.kind != "review" or r.revision != revision or not r.session or not r.role
+        if (not isinstance(r, AuditVerdict) or r.revision != revision or not r.session or not r.role
                 or session_role(r.session) != r.role or task.audit.get(r.role) != "approved"):
             continue
         newest.pop(r.session, None)  # keeps the order of the newest verdicts
@@ -112,12 +115,12 @@ def _journal(ctx: Ctx) -> Path:
     return ctx.lay.root / "accept.json"
 
 
-def _write_journal(ctx: Ctx, doc: dict[str, Any]) -> None:
+def _write_journal(ctx: Ctx, doc: AcceptJournal) -> None:
     store.ensure(ctx.lay)
     store.atomic_write(_journal(ctx), json.dumps(doc).encode())
 
 
-def repair(ctx: Ctx) -> dict[str, Any] | None:
+def repair(ctx: Ctx) -> Repaired | None:
     """Finish or undo what a crashed `coord accept` left; None when nothing was left.
 
     Skipped while an accept runs (it holds the commit lock, and repairs first itself).
@@ -131,7 +134,7 @@ def repair(ctx: Ctx) -> dict[str, Any] | None:
         return None
 
 
-def settle_journal(ctx: Ctx) -> dict[str, Any] | None:
+def settle_journal(ctx: Ctx) -> Repaired | None:
     path = _journal(ctx)
     try:
         doc = store.strict_json_loads(path.read_bytes())
@@ -199,7 +202,7 @@ def _archive_reports(ctx: Ctx, task_id: str) -> None:
 
 
 @contextlib.contextmanager
-def _recheck_checkout(ctx: Ctx, commit: str, journal: dict[str, Any]) -> Iterator[Path]:
+def _recheck_checkout(ctx: Ctx, commit: str, journal: AcceptJournal) -> Iterator[Path]:
     """A detached worktree of `commit`, named in the journal before it exists."""
     scratch = ctx.lay.root / "scratch"
     scratch.mkdir(parents=True, exist_ok=True)
@@ -222,7 +225,7 @@ def _drop_checkout(ctx: Ctx, parent: Path) -> None:
     git.run_rc(ctx.repo, "worktree", "prune")
 
 
-def accept(ctx: Ctx, task_id: str, *, message: str | None, recheck: bool | None) -> dict[str, Any]:
+def accept(ctx: Ctx, task_id: str, *, message: str | None, recheck: bool | None) -> AcceptResult:
     from hunkwise.inbox import delivery
 
     with store.locked(ctx.lay, timeout=COMMIT_LOCK_WAIT_S, name="commit"):
@@ -236,7 +239,7 @@ def accept(ctx: Ctx, task_id: str, *, message: str | None, recheck: bool | None)
             settle_journal(ctx)
 
 
-def _accept(ctx: Ctx, task_id: str, *, message: str | None, recheck: bool | None) -> dict[str, Any]:
+def _accept(ctx: Ctx, task_id: str, *, message: str | None, recheck: bool | None) -> AcceptResult:
     do_recheck = ctx.config.accept.recheck if recheck is None else recheck
     for _attempt in range(MAX_ATTEMPTS):
         with store.locked(ctx.lay):
@@ -278,7 +281,7 @@ def _accept(ctx: Ctx, task_id: str, *, message: str | None, recheck: bool | None
                                               approving_sessions(ctx, task, report.revision))
                          ).decode().strip()
         kill_point("accept-planned")
-        journal: dict[str, Any] = {"task": task_id, "commit": commit, "head": head,
+        journal: AcceptJournal = {"task": task_id, "commit": commit, "head": head,
                                    "revision": report.revision, "paths": plan.paths,
                                    "recheck": None, "started": store.now()}
         _write_journal(ctx, journal)
@@ -322,7 +325,7 @@ def _accept(ctx: Ctx, task_id: str, *, message: str | None, recheck: bool | None
         kill_point("accept-finished")
         _journal(ctx).unlink()
         notes = [f"{w.code}: {w.path + ': ' if w.path else ''}{w.detail}" for w in verdict.warnings]
-        doc: dict[str, Any] = {"commit": commit, "task": task_id, "paths": plan.paths,
+        doc: AcceptResult = {"commit": commit, "task": task_id, "paths": plan.paths,
                                "revision": report.revision,
                                "warnings": notes + ([warning] if warning else [])}
         return doc

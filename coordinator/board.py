@@ -30,7 +30,7 @@ import time
 from collections.abc import Mapping
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 from hunkwise.coordinator.board_render import e, page_template, render
@@ -44,14 +44,10 @@ if TYPE_CHECKING:
         BoardState,
         BoardTask,
         DecideResult,
-        DecisionDoc,
-        FreezeDoc,
         LostWork,
         QueueRow,
         ReportHead,
         ServeResult,
-        SignalDoc,
-        TaskDoc,
     )
 
 REFRESH_S = 0.5
@@ -84,8 +80,11 @@ def _report_head(path: Any) -> ReportHead:
         except (OSError, ValueError):
             doc = {}
         doc = doc if isinstance(doc, dict) else {}
-        got = cast("ReportHead", {k: str(doc.get(k) or "")[:500]
-                                for k in ("status", "title", "kind", "reason")})
+
+        def text(key: str) -> str:
+            return str(doc.get(key) or "")[:500]
+        got = {"status": text("status"), "title": text("title"), "kind": text("kind"),
+               "reason": text("reason")}
         if len(_heads) > 5000:
             _heads.clear()
         _heads[path.name] = got
@@ -107,7 +106,7 @@ def board_state(ctx: Ctx, *, lost: list[LostWork] | None = None,
         if not t.active and t.batch < state.batch:
             continue
         c = t.claim
-        tasks.append({**cast("TaskDoc", t.public()), "last_status": t.last_status, "claim": None if c is None else {
+        tasks.append({**t.public(), "last_status": t.last_status, "claim": None if c is None else {
             "session": c.session, "opened": iso(c.opened), "heartbeat_age_s": round(now - c.heartbeat),
             "ttl": c.ttl, "stale": is_stale(t, now)}})
     pending, _odd = inbox.entries(ctx.lay.inbox, "new")
@@ -117,9 +116,9 @@ def board_state(ctx: Ctx, *, lost: list[LostWork] | None = None,
         queue.append({"task_id": ent.task_id, "revision": ent.revision, "file": ent.name,
                       "age_s": round(now - ent.time_ns / 1e9), **head})
     signals: list[BoardSignal] = [
-        {**cast("SignalDoc", s.public()), "for_coordinator": for_coordinator(s.to)}
+        {**s.public(), "for_coordinator": for_coordinator(s.to)}
         for s in state.signals if s.state == "pending"]
-    decisions = [cast("DecisionDoc", d.model_dump()) for d in state.decisions if d.state == "open"]
+    decisions = [d.public() for d in state.decisions if d.state == "open"]
     return {
         "at": iso(now),
         "repo": ctx.repo.name,
@@ -129,7 +128,7 @@ def board_state(ctx: Ctx, *, lost: list[LostWork] | None = None,
         "signals": signals,
         "decisions": decisions,
         "interventions": state.interventions.get(str(state.batch), 0),
-        "freeze": cast("FreezeDoc", state.freeze.model_dump()) if state.freeze else None,
+        "freeze": state.freeze.public() if state.freeze else None,
         "verify": last_verification(ctx.lay),
         "lost": lost or [],
         "events": recent_events(ctx.lay, 10),

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 def decisions(ctx: Ctx, *, include_answered: bool) -> DecisionsResult:
     state = store.load(ctx.lay)
-    rows = [cast("DecisionDoc", d.model_dump()) for d in state.decisions
+    rows = [d.public() for d in state.decisions
             if include_answered or d.state == "open"]
     if include_answered:
         # Answered decisions of closed batches: the archive keeps their model_dump.
@@ -44,7 +44,7 @@ def decide(ctx: Ctx, dec_id: str, answer: str) -> DecideResult:
         send(state, sender=coordinator_session(), to=dec.session, kind=SignalType.DECISION, about=dec.id,
              payload=answer)
         reopened = _reopen_blocked(state, dec)
-    return {"decision": cast("DecisionDoc", dec.model_dump()), "reopened": reopened}
+    return {"decision": dec.public(), "reopened": reopened}
 
 
 def _reopen_blocked(state: State, dec: Any) -> str | None:

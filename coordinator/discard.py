@@ -20,7 +20,7 @@ from hunkwise.shared import diff, git, store
 from hunkwise.shared.context import Ctx, refuse_if_frozen
 from hunkwise.shared.diff import FileChange, Hunk
 from hunkwise.shared.errors import StateRefused, UsageError
-from hunkwise.shared.models import Grant, State, check_rel_path
+from hunkwise.shared.models import RangeGrant, State, check_rel_path
 from hunkwise.shared.ownership import range_relation
 from hunkwise.shared.tree import TreeView, active_tasks, sync_ranges, view
 from hunkwise.shared.worktree import current_oids, write_entries
@@ -77,8 +77,8 @@ def _pick(tv: TreeView, target: Target) -> tuple[list[FileChange], list[UnownedC
     them is listed, and what the target names that is kept, with the reason."""
     att = tv.attribution
     ranged = target.start is not None
-    where = Grant(kind="range", path=target.path, start=target.start or 1,
-                  end=target.end or 1) if ranged else None
+    where = RangeGrant(kind="range", path=target.path, start=target.start or 1,
+                       end=target.end or 1) if ranged else None
 
     def inside(h: Hunk | None) -> str:
         return "in" if where is None or h is None else range_relation(where, h)

@@ -18,7 +18,7 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 from xml.sax.saxutils import quoteattr
 
 from hunkwise import inbox
@@ -32,9 +32,9 @@ from hunkwise.shared.workspace import clean_checkout
 
 if TYPE_CHECKING:
     from hunkwise.shared.results import (
+        ArchiveLine,
         CommandResult,
         DeferredEdit,
-        FreezeDoc,
         FreezeResult,
         ThawResult,
         VerifyResult,
@@ -69,7 +69,7 @@ def freeze(ctx: Ctx, *, defer_running: bool) -> FreezeResult:
     # finish before the fingerprint is taken.
     with store.locked(ctx.lay, name="commit"), store.transaction(ctx.lay) as state:
         if state.freeze is not None:
-            return {"freeze": cast("FreezeDoc", state.freeze.model_dump()), "already": True}
+            return {"freeze": state.freeze.public(), "already": True}
         running = sorted(t.id for t in state.tasks.values() if t.state == TaskState.IN_PROGRESS)
         if running and not defer_running:
             raise StateRefused("cannot freeze while tasks are in progress: " + ", ".join(running)
@@ -91,7 +91,7 @@ def freeze(ctx: Ctx, *, defer_running: bool) -> FreezeResult:
         state.freeze = Freeze(commit=git.head(ctx.repo), batch=state.batch, deferred=running,
                               by=_who(), at=store.now(), fingerprint=digest, tree=tree, index=index)
         fz = state.freeze
-    return {"freeze": cast("FreezeDoc", fz.model_dump()), "already": False}
+    return {"freeze": fz.public(), "already": False}
 
 
 SESSION_KEEP_S = 7 * 24 * 3600
@@ -108,10 +108,10 @@ def _archive_closed(ctx: Ctx, state: Any, closed: int) -> int:
     holding = {t.claim.session for t in state.tasks.values() if t.claim}
     sessions = {s: at for s, at in state.sessions.items()
                 if now - at > SESSION_KEEP_S and s not in holding}
-    records = ([{"kind": "task", "data": t.model_dump(mode="json")} for t in done]
-               + [{"kind": "signal", "data": s.model_dump(mode="json", by_alias=True)} for s in signals]
-               + [{"kind": "decision", "data": d.model_dump(mode="json")} for d in decisions]
-               + [{"kind": "session", "data": {"session": s, "seen": at}} for s, at in sessions.items()])
+    records: list[ArchiveLine] = [{"kind": "task", "data": t.model_dump(mode="json")} for t in done]
+    records += [{"kind": "signal", "data": s.model_dump(mode="json", by_alias=True)} for s in signals]
+    records += [{"kind": "decision", "data": d.model_dump(mode="json")} for d in decisions]
+    records += [{"kind": "session", "data": {"session": s, "seen": at}} for s, at in sessions.items()]
     store.archive(ctx.lay, records)
     inbox.retire(ctx.lay.inbox, {t.id for t in done})
     for t in done:
@@ -144,7 +144,7 @@ def thaw(ctx: Ctx) -> ThawResult:
                 t.batch = state.batch
                 reopened.append(t.id)
     return {"thawed": True, "batch": state.batch, "reopened": sorted(set(reopened)),
-            "was": cast("FreezeDoc", fz.model_dump()), "archived": archived}
+            "was": fz.public(), "archived": archived}
 
 
 def _changed_paths(ctx: Ctx, old_tree: str, new_tree: str) -> list[str]:

@@ -234,7 +234,10 @@ def guard(stdin_text: str, env: Mapping[str, str] | None = None) -> tuple[int, s
 
 
 def _writes(paths: list[str], data: dict[str, Any], env: Mapping[str, str]) -> Blocked | None:
-    """Check writes against the grants of the session's tasks, read from the state."""
+    """Check writes against the grants of the session's tasks, read from the state.
+
+    `data` is the agent's tool call as its hook sends it: another tool's open JSON, read
+    key by key with checks."""
     from hunkwise.shared import git, store
     from hunkwise.shared.errors import CoordError
 

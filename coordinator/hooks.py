@@ -174,6 +174,8 @@ def _agent_file(ctx: Ctx, agent: str) -> Path:
     return ctx.repo / folder / name
 
 
+# An agent's hooks settings file is another tool's open JSON: only the PreToolUse entry is
+# ours; every other key is kept as it is.
 def _load_settings(path: Path) -> dict[str, Any]:
     if not path.exists():
         return {}

@@ -23,14 +23,23 @@ import re
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from hunkwise.shared import store
 from hunkwise.shared.context import Ctx, iso, session_role
 from hunkwise.shared.output import printable
 
 if TYPE_CHECKING:
-    from hunkwise.shared.results import NotifyFailure, ReportArrival, SendResult, VerifySummary
+    from hunkwise.shared.results import (
+        EventFacts,
+        NotifyEvent,
+        NotifyFailure,
+        Outbox,
+        OutboxEntry,
+        ReportArrival,
+        SendResult,
+        VerifySummary,
+    )
 
 OUTBOX = "notify.json"
 VERIFICATIONS = "verifications"
@@ -51,14 +60,15 @@ def _clip(text: object, n: int) -> str:
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
-def event(kind: str, eid: str, subject: str, body: str = "", /, **data: Any) -> dict[str, Any]:
+def event(kind: str, eid: str, subject: str, body: str = "", /,
+          **data: Unpack[EventFacts]) -> NotifyEvent:
     return {"event": kind, "id": eid, "at": iso(time.time()), "subject": _clip(subject, SUBJECT_MAX),
             "body": printable(body)[:BODY_MAX], **data}
 
 
 # ---- the events ------------------------------------------------------------------------
 
-def report_event(summary: ReportArrival) -> dict[str, Any]:
+def report_event(summary: ReportArrival) -> NotifyEvent:
     """A report arrived; `summary` is the watcher's (task_id, status, title, file...)."""
     tid, status = summary.get("task_id", "?"), summary.get("status", "?")
     eid = f"report:{summary.get('file') or tid}"
@@ -82,7 +92,10 @@ def for_coordinator(to: str) -> bool:
 
 
 def verifications(lay: store.Layout, n: int = 5) -> list[tuple[str, dict[str, Any]]]:
-    """The newest `n` verify records (name, record), newest first."""
+    """The newest `n` verify records (name, record), newest first.
+
+    A record is open JSON here, not a VerifyResult: it is read back from a file anyone may
+    have edited, so its readers take each key with `.get` and a default."""
     d = lay.root / VERIFICATIONS
     try:
         files = sorted((p for p in d.iterdir() if p.suffix == ".json"),
@@ -111,7 +124,7 @@ def last_verification(lay: store.Layout) -> VerifySummary | None:
             "problems": list(doc.get("problems", []))[:5]}
 
 
-def _verify_event(name: str, doc: dict[str, Any]) -> dict[str, Any]:
+def _verify_event(name: str, doc: dict[str, Any]) -> NotifyEvent:
     commit = (doc.get("commit") or "")[:12]
     if doc.get("ok"):
         return event("verify", f"verify:{name}", f"verify passed: batch {doc.get('batch')} at {commit}",
@@ -124,13 +137,13 @@ def _verify_event(name: str, doc: dict[str, Any]) -> dict[str, Any]:
                  commit=doc.get("commit"), failing=failing)
 
 
-def collect(ctx: Ctx, *, with_lost: bool = False, now: float | None = None) -> list[dict[str, Any]]:
+def collect(ctx: Ctx, *, with_lost: bool = False, now: float | None = None) -> list[NotifyEvent]:
     """Every event the state holds now (reports excepted: the watcher reads the inbox)."""
     from hunkwise.coordinator.tasks import is_stale
 
     now = now or time.time()
     state = store.load(ctx.lay)
-    out: list[dict[str, Any]] = []
+    out: list[NotifyEvent] = []
     for t in sorted(state.tasks.values(), key=lambda t: t.id):
         c = t.claim
         if c is not None and is_stale(t, now):
@@ -169,14 +182,14 @@ def collect(ctx: Ctx, *, with_lost: bool = False, now: float | None = None) -> l
     return out
 
 
-def lost_events(ctx: Ctx, state: Any) -> list[dict[str, Any]]:
+def lost_events(ctx: Ctx, state: Any) -> list[NotifyEvent]:
     from hunkwise.coordinator.restore import lost_tasks
     from hunkwise.shared.tree import active_tasks, view
 
     if not any(t.active and t.saved is not None for t in state.tasks.values()):
         return []  # nothing recorded, nothing to lose: spare the tree view
     tv = view(ctx.repo, active_tasks(state))
-    out = []
+    out: list[NotifyEvent] = []
     for lost in lost_tasks(ctx, list(state.tasks.values()), tv):
         tid, paths = lost["task"], sorted(lost["paths"])
         t = state.tasks.get(tid)
@@ -276,7 +289,7 @@ def send_url(url: str, subject: str, body: str) -> str | None:
     return why.replace(real, "<url>")[:300]
 
 
-def send_command(ctx: Ctx, cmd: str, ev: dict[str, Any]) -> str | None:
+def send_command(ctx: Ctx, cmd: str, ev: NotifyEvent) -> str | None:
     from hunkwise.shared.proc import run_command
 
     try:
@@ -293,7 +306,8 @@ def send_command(ctx: Ctx, cmd: str, ev: dict[str, Any]) -> str | None:
 
 # ---- the outbox ------------------------------------------------------------------------------
 
-def _load(lay: store.Layout) -> dict[str, Any] | None:
+def _load(lay: store.Layout) -> Outbox | None:
+    doc: Any
     try:
         doc = json.loads((lay.root / OUTBOX).read_bytes())
     except FileNotFoundError:
@@ -304,10 +318,11 @@ def _load(lay: store.Layout) -> dict[str, Any] | None:
         doc = {}
     doc.setdefault("sent", {})
     doc.setdefault("pending", {})
-    return doc
+    outbox: Outbox = doc  # only this module writes it
+    return outbox
 
 
-def _save(lay: store.Layout, doc: dict[str, Any]) -> None:
+def _save(lay: store.Layout, doc: Outbox) -> None:
     sent = doc["sent"]
     if len(sent) > MAX_SENT:
         doc["sent"] = dict(sorted(sent.items(), key=lambda kv: kv[1])[-MAX_SENT:])
@@ -321,7 +336,7 @@ class Notifier:
     def __init__(self, ctx: Ctx, *, say: Callable[[str], None] | None = None) -> None:
         self.ctx = ctx
         self.say = say or (lambda _line: None)
-        self.delivered: list[dict[str, Any]] = []
+        self.delivered: list[NotifyEvent] = []
         self.failures: list[NotifyFailure] = []
 
     def _sinks(self) -> list[str]:
@@ -337,7 +352,7 @@ class Notifier:
         record_event(self.ctx.lay, kind, path, detail)
         self.say(f"event: {kind}: {path} ({detail})")
 
-    def offer(self, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def offer(self, events: list[NotifyEvent]) -> list[NotifyEvent]:
         """Take the events not seen before; return them. Nothing is sent here."""
         lay = self.ctx.lay
         with store.locked(lay, name="notify"):
@@ -420,7 +435,7 @@ class Notifier:
             _save(lay, doc)
         return done
 
-    def pending(self) -> dict[str, Any]:
+    def pending(self) -> dict[str, OutboxEntry]:
         doc = _load(self.ctx.lay)
         return dict(doc["pending"]) if doc else {}
 

@@ -3,7 +3,7 @@ changes), defer to the next batch."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from hunkwise import inbox
 from hunkwise.shared import diff, git, recovery, store
@@ -23,7 +23,7 @@ from hunkwise.shared.tree import (
 from hunkwise.shared.worktree import write_entries
 
 if TYPE_CHECKING:
-    from hunkwise.shared.results import DeferResult, RejectResult, RequestChangesResult, TaskDoc
+    from hunkwise.shared.results import DeferResult, RejectResult, RequestChangesResult
 
 
 def _note(text: str, kind: str) -> Note:
@@ -45,7 +45,7 @@ def request_changes(ctx: Ctx, task_id: str, note: str) -> RequestChangesResult:
         task.updated_at = n.at
     for e in inbox.find_task_reports(ctx.lay.inbox, task_id):
         inbox.archive(e)
-    return {"task": cast("TaskDoc", task.public()), "note": note}
+    return {"task": task.public(), "note": note}
 
 
 def defer(ctx: Ctx, task_id: str) -> DeferResult:
@@ -57,7 +57,7 @@ def defer(ctx: Ctx, task_id: str) -> DeferResult:
         task.batch = state.batch + 1
         task.claim = None
         task.updated_at = store.now()
-    return {"task": cast("TaskDoc", task.public())}
+    return {"task": task.public()}
 
 
 def discard_entries(ctx: Ctx, tv: TreeView, task_id: str,
@@ -121,4 +121,4 @@ def reject(ctx: Ctx, task_id: str, note: str, discard: bool) -> RejectResult:
     for e in inbox.find_task_reports(ctx.lay.inbox, task_id):
         inbox.archive(e)
     recovery.forget(ctx.repo, task_id)
-    return {"task": cast("TaskDoc", task.public()), "discarded": discarded}
+    return {"task": task.public(), "discarded": discarded}

@@ -10,13 +10,22 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from hunkwise import inbox
 from hunkwise.shared import git, store
 from hunkwise.shared.context import Ctx, get_task
 from hunkwise.shared.errors import UsageError
-from hunkwise.shared.models import Finding, Report, State, Task, TaskState, report_path
+from hunkwise.shared.models import (
+    AuditVerdict,
+    Finding,
+    Report,
+    State,
+    Task,
+    TaskState,
+    WorkReport,
+    report_path,
+)
 from hunkwise.shared.ownership import glob_matches
 from hunkwise.shared.tree import (
     Selection,
@@ -32,13 +41,10 @@ from hunkwise.shared.tree import (
 
 if TYPE_CHECKING:
     from hunkwise.shared.results import (
-        FindingDoc,
         InboxResult,
         InboxRow,
         NextResult,
-        ReportDoc,
         ReviewResult,
-        TaskDoc,
         Validation,
     )
 
@@ -73,7 +79,7 @@ def validate(ctx: Ctx, state: State, task: Task, report: Report,
             findings.append(Finding(code="audit-pending", detail=f"audit by {role} not answered"))
         elif verdict == "changes":
             findings.append(Finding(code="audit-changes", detail=f"{role} asked for changes"))
-    if report.kind == "review":
+    if isinstance(report, AuditVerdict):
         return Verdict(findings, tv)
     if tv is None:
         tv = view(ctx.repo, active_tasks(state))
@@ -102,7 +108,7 @@ def validate(ctx: Ctx, state: State, task: Task, report: Report,
 
 
 def assess(repo: Path, tv: TreeView, tasks: dict[str, Task], task: Task,
-           report: Report) -> Verdict:
+           report: WorkReport) -> Verdict:
     """The report's changes against the tree's: what the task may commit, and why not.
 
     Pure but for reading blobs: the randomized attribution tests drive it directly.
@@ -174,15 +180,16 @@ def assess(repo: Path, tv: TreeView, tasks: dict[str, Task], task: Task,
 
 
 def validation_doc(v: Verdict) -> Validation:
-    return {"ok": not v.findings, "findings": [cast("FindingDoc", f.public()) for f in v.findings],
-            "warnings": [cast("FindingDoc", f.public()) for f in v.warnings]}
+    return {"ok": not v.findings, "findings": [f.public() for f in v.findings],
+            "warnings": [f.public() for f in v.warnings]}
 
 
 def report_summary(report: Report, age_s: float | None = None) -> InboxRow:
     passed = sum(1 for c in report.checks if c.passed)
     row: InboxRow = {
-        "task_id": report.task_id, "kind": "verdict" if report.kind == "review" else "report",
-        "status": report.verdict or report.status if report.kind == "review" else report.status,
+        "task_id": report.task_id, "kind": "verdict" if isinstance(report, AuditVerdict) else "report",
+        "status": (report.verdict or report.status) if isinstance(report, AuditVerdict)
+        else report.status,
         "role": report.role, "title": report.title,
         "checks_passed": passed, "checks_total": len(report.checks),
         "created_at": report.created_at, "revision": report.revision,
@@ -371,14 +378,14 @@ def next_report(ctx: Ctx) -> NextResult:
             t = st.tasks.get(task.id)
             if t is not None:
                 t.served_revision = max(t.served_revision, min(report.revision, _limit(t)))
-        return {"next": {"report": cast("ReportDoc", report.model_dump(mode="json")),
+        return {"next": {"report": report.public(),
                          "validation": validation_doc(verdict),
-                         "task": cast("TaskDoc", task.public()), "audit": dict(task.audit)},
+                         "task": task.public(), "audit": dict(task.audit)},
                 "pending": max(0, len(entries) - 1)}
 
 
 def newest_report(ctx: Ctx, task_id: str, found: list[inbox.Entry] | None = None,
-                  task: Task | None = None) -> tuple[inbox.Entry, Report]:
+                  task: Task | None = None) -> tuple[inbox.Entry, WorkReport]:
     """The task's newest work report (audit verdicts are reports too, but not of work).
 
     With the task's state, only revisions the state handed out count, and of the newest
@@ -391,7 +398,7 @@ def newest_report(ctx: Ctx, task_id: str, found: list[inbox.Entry] | None = None
     while found:
         e = found.pop()
         report = _read_or_quarantine(e)
-        if report is not None and report.kind == "task":
+        if isinstance(report, WorkReport):
             return e, report
     raise UsageError(f"task {task_id} has no readable report in the inbox")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from hunkwise.shared import store
 from hunkwise.shared.context import Ctx, env_session, get_task, iso, machine_name, session_role
@@ -20,12 +20,10 @@ from hunkwise.shared.tree import active_tasks, view
 if TYPE_CHECKING:
     from hunkwise.shared.results import (
         AuditResult,
-        CheckpointDoc,
         CoordSignalsResult,
         IndexResult,
         RecoverResult,
         SignalDoc,
-        TaskDoc,
     )
 
 COORDINATOR = "coordinator"
@@ -50,7 +48,7 @@ def recover(ctx: Ctx, task_id: str, note: str) -> RecoverResult:
             task.reserved_for = None
             send(state, sender=coordinator_session(), to="*", kind=SignalType.HANDOFF, about=task_id,
                  payload=f"handoff to {was} released by the coordinator" + (f": {note}" if note else ""))
-            return {"task": cast("TaskDoc", task.public()), "handoff": None, "stale_session": None,
+            return {"task": task.public(), "handoff": None, "stale_session": None,
                     "released_reservation": was}
         if task.state != TaskState.IN_PROGRESS or c is None:
             raise StateRefused(f"{task_id} is {task.state} with no claim to recover")
@@ -73,7 +71,7 @@ def recover(ctx: Ctx, task_id: str, note: str) -> RecoverResult:
         # (reviewers and other roles have nothing to resume).
         send(state, sender=coordinator_session(), to=f"{session_role(c.session)}@*", kind=SignalType.HANDOFF,
              about=task_id, payload=f"recovered from stale {c.session}: " + cp.next)
-    return {"task": cast("TaskDoc", task.public()), "handoff": cast("CheckpointDoc", cp.model_dump()),
+    return {"task": task.public(), "handoff": cp.public(),
             "stale_session": c.session}
 
 
@@ -92,7 +90,7 @@ def signals(ctx: Ctx, *, pending_only: bool, ack: list[str] | None = None) -> Co
     coordinator, or every pending one with "all"."""
     if not ack:
         state = store.load(ctx.lay)
-        rows = [cast("SignalDoc", s.public()) for s in state.signals
+        rows = [s.public() for s in state.signals
                 if not pending_only or s.state == "pending"]
         return {"signals": rows}
     every = any(a in ("all", "--all") for a in ack)
@@ -114,7 +112,7 @@ def signals(ctx: Ctx, *, pending_only: bool, ack: list[str] | None = None) -> Co
             if wanted and (sig.state == "pending" or me not in sig.acked_by):
                 close_signal(sig, me)  # the coordinator's acknowledgement closes it
                 acked.append(sig.id)
-        rows = [cast("SignalDoc", s.public()) for s in state.signals
+        rows = [s.public() for s in state.signals
                 if not pending_only or s.state == "pending"]
     return {"signals": rows, "acked": acked}
 
@@ -147,7 +145,7 @@ def audit(ctx: Ctx, task_id: str, roles: list[str]) -> AuditResult:
             task.audit[role] = "pending"
             sig = send(state, sender=coordinator_session(), to=target, kind=SignalType.READY_FOR_REVIEW,
                        about=task_id, payload=f"audit {task_id}: {task.title}")
-            sent.append(cast("SignalDoc", sig.public()))
+            sent.append(sig.public())
     return {"task": task_id, "audit": dict(task.audit), "signals": sent,
             "addressed": {role: [t for r, t in asked if r == role] for role, _ in asked}}
 

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from hunkwise import inbox
 from hunkwise.shared import config, git, store
 from hunkwise.shared.context import Ctx
 from hunkwise.shared.diff import looks_binary
 from hunkwise.shared.errors import StateRefused, UsageError
-from hunkwise.shared.models import Grant, State, Task, TaskState, check_task_id
+from hunkwise.shared.models import Grant, State, Task, TaskState, check_task_id, parse_grant
 from hunkwise.shared.ownership import find_conflicts
 from hunkwise.shared.tree import active_tasks, sync_ranges, view
 
@@ -23,12 +23,10 @@ if TYPE_CHECKING:
         BriefDecision,
         BriefResult,
         ContestedChange,
-        FreezeDoc,
         GrantResult,
         InitResult,
         StatusResult,
         StatusTask,
-        TaskDoc,
         TaskRow,
         UnownedChange,
     )
@@ -61,7 +59,7 @@ def _parse_grants(ctx: Ctx, writes: list[str]) -> list[Grant]:
     """`--write` values as grants; a range must fit a committed text file."""
     if not writes:
         raise UsageError("give at least one --write GRANT (a GLOB or PATH:START-END)")
-    grants = [Grant.parse(w) for w in writes]
+    grants = [parse_grant(w) for w in writes]
     for g in grants:
         if g.kind == "range":
             _check_range(ctx, g)
@@ -106,7 +104,7 @@ def assign(ctx: Ctx, *, task_id: str | None, title: str, expect: str, writes: li
         state.tasks[task_id] = task
         if task_id == f"task-{state.next_task:03d}":
             state.next_task += 1
-    return {"task": cast("TaskDoc", task.public()), "held_until_thaw": frozen,
+    return {"task": task.public(), "held_until_thaw": frozen,
             "warnings": _touching(grants, active_tasks(state), task_id)}
 
 
@@ -134,7 +132,7 @@ def grant(ctx: Ctx, task_id: str, writes: list[str]) -> GrantResult:
         have = {str(g) for g in task.grants}
         task.grants += [g for g in grants if str(g) not in have]
         task.updated_at = store.now()
-    return {"task": cast("TaskDoc", task.public()), "warnings": _touching(grants, others, task_id)}
+    return {"task": task.public(), "warnings": _touching(grants, others, task_id)}
 
 
 def _clash_text(c: Any, exclusive: bool, state: State, serial: list[str]) -> str:
@@ -182,7 +180,7 @@ def is_stale(task: Task, now: float | None = None) -> bool:
 
 
 def task_row(task: Task, now: float) -> TaskRow:
-    return {**cast("TaskDoc", task.public()), "stale": is_stale(task, now),
+    return {**task.public(), "stale": is_stale(task, now),
             "claim_age_s": round(now - task.claim.heartbeat, 1) if task.claim else None}
 
 
@@ -257,7 +255,7 @@ def status(ctx: Ctx, *, everything: bool = False) -> StatusResult:
         "interventions": state.interventions.get(str(state.batch), 0),
         "decisions_open": sum(1 for d in state.decisions if d.state == "open"),
         "signals_pending": sum(1 for s in state.signals if s.state == "pending"),
-        "freeze": cast("FreezeDoc", state.freeze.model_dump()) if state.freeze else None,
+        "freeze": state.freeze.public() if state.freeze else None,
         "batch": state.batch,
         "inbox": {"pending": len(pending)},
         "unowned": unowned,
@@ -337,5 +335,5 @@ def brief(ctx: Ctx, *, width: int = 100, most: int = 8) -> BriefResult:
         shown.append(f"(+{len(lines) - most} more: coord status)")
     return {"brief": "\n".join(shown), "claims": claims, "decisions": decisions,
             "blocked_on": blocked_on, "reports_waiting": waiting_reports, "blocked": blocked,
-            "freeze": cast("FreezeDoc", state.freeze.model_dump()) if state.freeze else None,
+            "freeze": state.freeze.public() if state.freeze else None,
             "verify": verify}

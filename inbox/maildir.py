@@ -22,7 +22,7 @@ from pathlib import Path
 
 from hunkwise.shared.context import hostname
 from hunkwise.shared.errors import UsageError
-from hunkwise.shared.models import Report
+from hunkwise.shared.models import Report, validate_report
 from hunkwise.shared.store import fsync_dir, parse_untrusted
 
 MAX_REPORT_BYTES = 16 * 1024 * 1024
@@ -262,8 +262,7 @@ def read_report(path: Path) -> Report:
         raise UsageError(f"{path.name}: unreadable ({e.strerror})") from None
     finally:
         os.close(fd)
-    report: Report = parse_untrusted(data, Report, path.name, MAX_REPORT_BYTES, "report")
-    return report
+    return parse_untrusted(data, validate_report, path.name, MAX_REPORT_BYTES, "report")
 
 
 def archive(entry: Entry) -> Path:

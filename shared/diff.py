@@ -12,8 +12,12 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import git
+
+if TYPE_CHECKING:
+    from .models import ChangeKind
 
 REGULAR_MODES = ("100644", "100755")
 
@@ -70,7 +74,7 @@ class FileChange:
                 and self.old_mode in REGULAR_MODES and not self.binary)
 
     @property
-    def kind(self) -> str:
+    def kind(self) -> ChangeKind:
         if self.status == "A":
             return "added"
         if self.status == "D":

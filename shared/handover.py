@@ -19,12 +19,12 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from . import diff, git, recovery, snapshot, store
 from .diff import FileChange, Hunk
 from .errors import StateRefused
-from .models import Saved, SavedKind, State, Task, report_path
+from .models import Checkpoint, Saved, SavedKind, State, Task, report_path
 from .worktree import write_entries
 
 HANDOFF_REFS = "refs/hunkwise/handoffs"
@@ -39,7 +39,7 @@ def _safe(path: str) -> bool:
     return bool(path) and not path.startswith("/") and ".." not in parts and ".git" not in parts
 
 
-def record_edits(repo: Path, tv: Any, task: Task, *, kind: str, ref: str) -> Saved | None:
+def record_edits(repo: Path, tv: Any, task: Task, *, kind: SavedKind, ref: str) -> Saved | None:
     """The task's own changes in the tree now, as a record that can travel: the snapshot
     tree, the base *tree* (a tree travels without the commit's history) and its hunks."""
     from .tree import select
@@ -49,7 +49,7 @@ def record_edits(repo: Path, tv: Any, task: Task, *, kind: str, ref: str) -> Sav
     if not hunks and not whole:
         return None
     git.run(repo, "update-ref", ref, tv.snap.tree)
-    return Saved(kind=cast(SavedKind, kind), revision=max(task.revision, 1), tree=tv.snap.tree,
+    return Saved(kind=kind, revision=max(task.revision, 1), tree=tv.snap.tree,
                  base=tv.snap.head_tree, at=store.now(), ref=ref,
                  hunks=hunks, whole=whole)
 
@@ -376,7 +376,8 @@ def apply_claims(ctx: Any, machine: str, claims: list[Any], applied: Any) -> Non
             applied.claims.append(f"{task.id}: {rec.session}")
 
 
-def apply_handbacks(ctx: Any, machine: str, checkpoints: dict[str, Any], applied: Any) -> None:
+def apply_handbacks(ctx: Any, machine: str, checkpoints: dict[str, Checkpoint],
+                    applied: Any) -> None:
     """A session of another machine that held one of this machine's tasks handed it on
     (back here, typically): its claim is released and the task reserved for the target,
     as a local `worker handoff` does. Its edits travel with the handoff; the start that

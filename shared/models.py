@@ -8,11 +8,27 @@ NaN is refused, sizes are capped.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from enum import StrEnum
-from typing import Annotated, Any, Literal, NewType
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NewType
 
 from .errors import UsageError
-from .record import Constraint, F, Record
+from .record import Constraint, F, Public, Record, RecordError, Tag, reader
+
+if TYPE_CHECKING:
+    # Some are named only in quotes, as the document a `Public` record's public() returns.
+    from .results import (  # noqa: F401
+        CheckpointDoc,
+        DecisionDoc,
+        FindingDoc,
+        FreezeDoc,
+        NoteDoc,
+        OverlapDoc,
+        ReportDoc,
+        SignalDoc,
+        TaskDoc,
+    )
+
 
 TaskId = NewType("TaskId", str)
 SessionId = NewType("SessionId", str)
@@ -80,44 +96,64 @@ def report_path(path: str) -> str:
         return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
-class Grant(Strict):
-    """A write grant: a gitignore-style glob from the repo root, or a line range of a file."""
+class _GrantFields(Strict, init=False):
+    """What every grant writes, in this order. A grant is a `GlobGrant` or a `RangeGrant`
+    (`kind`); see `Grant`."""
 
     kind: Literal["glob", "range"]
     path: str = F(max_length=4096)
     start: int = F(default=0, ge=0)
     end: int = F(default=0, ge=0)
 
+
+class GlobGrant(_GrantFields):
+    """A write grant of a gitignore-style glob from the repo root. It names no lines:
+    `start` and `end` stay 0, and are written (and read) as every grant has them."""
+
+    kind: Literal["glob"]
+
     def __str__(self) -> str:
-        if self.kind == "range":
-            return f"{self.path}:{self.start}-{self.end}"
         return self.path
 
-    @staticmethod
-    def parse(text: str) -> Grant:
-        if not isinstance(text, str) or not text.strip():
-            raise UsageError("empty grant: give a GLOB or PATH:START-END")
-        m = _RANGE_RE.match(text)
-        if m:
-            path = check_rel_path(m["path"].removeprefix("./"), "grant")
-            start, end = int(m["start"]), int(m["end"])
-            if start < 1 or end < 1:
-                raise UsageError(f"grant {text!r}: lines are numbered from 1")
-            if end < start:
-                raise UsageError(f"grant {text!r}: range is reversed ({start} > {end})")
-            if any(c in path for c in "*?[") :
-                raise UsageError(f"grant {text!r}: a line range needs a plain file path, not a glob")
-            return Grant(kind="range", path=path, start=start, end=end)
-        one = re.match(r"^(?P<path>.+):(?P<line>\d+)$", text)
-        if one and not any(c in one["path"] for c in "*?["):
-            return Grant.parse(f"{one['path']}:{one['line']}-{one['line']}")  # PATH:N, one line
-        pattern = text.removeprefix("./")
-        if re.search(r":\d*(-\d*)?$", pattern) and not m:
-            raise UsageError(f"grant {text!r}: a line range is PATH:START-END, both numbers given")
-        check_rel_path(pattern.rstrip("/") or pattern, "grant")
-        if pattern.startswith("!"):
-            raise UsageError(f"grant {text!r}: negated patterns are not grants")
-        return Grant(kind="glob", path=pattern)
+
+class RangeGrant(_GrantFields):
+    """A write grant of lines `start`-`end` (from 1, both included) of one file."""
+
+    kind: Literal["range"]
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.start}-{self.end}"
+
+
+# A grant as tasks hold it; the state reads each as the kind it names.
+Grant = Annotated[GlobGrant | RangeGrant, Tag("kind")]
+
+
+def parse_grant(text: str) -> Grant:
+    """A grant as people type it: GLOB, PATH:START-END, or PATH:N."""
+    if not isinstance(text, str) or not text.strip():
+        raise UsageError("empty grant: give a GLOB or PATH:START-END")
+    m = _RANGE_RE.match(text)
+    if m:
+        path = check_rel_path(m["path"].removeprefix("./"), "grant")
+        start, end = int(m["start"]), int(m["end"])
+        if start < 1 or end < 1:
+            raise UsageError(f"grant {text!r}: lines are numbered from 1")
+        if end < start:
+            raise UsageError(f"grant {text!r}: range is reversed ({start} > {end})")
+        if any(c in path for c in "*?[") :
+            raise UsageError(f"grant {text!r}: a line range needs a plain file path, not a glob")
+        return RangeGrant(kind="range", path=path, start=start, end=end)
+    one = re.match(r"^(?P<path>.+):(?P<line>\d+)$", text)
+    if one and not any(c in one["path"] for c in "*?["):
+        return parse_grant(f"{one['path']}:{one['line']}-{one['line']}")  # PATH:N, one line
+    pattern = text.removeprefix("./")
+    if re.search(r":\d*(-\d*)?$", pattern) and not m:
+        raise UsageError(f"grant {text!r}: a line range is PATH:START-END, both numbers given")
+    check_rel_path(pattern.rstrip("/") or pattern, "grant")
+    if pattern.startswith("!"):
+        raise UsageError(f"grant {text!r}: negated patterns are not grants")
+    return GlobGrant(kind="glob", path=pattern)
 
 
 class Claim(Strict):
@@ -127,7 +163,7 @@ class Claim(Strict):
     ttl: int
 
 
-class Note(Strict):
+class Note(Strict, Public["NoteDoc"]):
     at: float
     by: str
     kind: str
@@ -215,7 +251,7 @@ class Task(Strict):
     def active(self) -> bool:
         return self.state not in INACTIVE
 
-    def public(self) -> dict[str, Any]:
+    def public(self) -> TaskDoc:
         return {
             "id": self.id,
             "title": self.title,
@@ -233,7 +269,7 @@ class Task(Strict):
         }
 
 
-class Freeze(Strict):
+class Freeze(Strict, Public["FreezeDoc"]):
     commit: str | None
     batch: int
     deferred: list[str] = F(default_factory=list)
@@ -265,13 +301,13 @@ class Signal(Strict):
     created_at: float
     acked_by: list[str] = F(default_factory=list)
 
-    def public(self) -> dict[str, Any]:
+    def public(self) -> SignalDoc:
         return {"id": self.id, "from": self.sender, "to": self.to, "type": str(self.type),
                 "about": self.about, "payload": self.payload, "state": self.state,
                 "created_at": self.created_at}
 
 
-class Checkpoint(Strict):
+class Checkpoint(Strict, Public["CheckpointDoc"]):
     task: str
     session: str
     at: float
@@ -300,7 +336,7 @@ class ClaimRecord(Strict):
     ttl: int = F(ge=1)
 
 
-class Decision(Strict):
+class Decision(Strict, Public["DecisionDoc"]):
     id: str
     task: str
     session: str
@@ -360,15 +396,11 @@ def _inside(v: str) -> str:
     try:
         return check_rel_path(v, strict=False)
     except UsageError as e:
-        from .record import RecordError
-
         raise RecordError(e.message) from None
 
 
 def _task_id(v: str) -> str:
     if not TASK_ID_RE.fullmatch(v) or ".." in v:
-        from .record import RecordError
-
         raise RecordError(f"malformed task id {v!r}")
     return v
 
@@ -395,7 +427,7 @@ class CheckResult(Strict):
     output_tail: str = F(max_length=MAX_TEXT)
 
 
-class Overlap(Strict):
+class Overlap(Strict, Public["OverlapDoc"]):
     path: str = F(max_length=4096)
     task_id: str | None = None
     note: ShortText
@@ -406,7 +438,10 @@ class ProposedCommit(Strict):
     body: ShortText = ""
 
 
-class Report(Strict):
+class _Report(Strict, Public["ReportDoc"], init=False):
+    """What every inbox report holds: the review contract (SPEC.md, "Report"). A report is
+    a `WorkReport` or an `AuditVerdict` (`kind`); both write every field, in this order."""
+
     schema_version: Literal[1]
     task_id: str = F(check=_task_id)
     status: ReportStatus
@@ -428,8 +463,37 @@ class Report(Strict):
     reason: ShortText | None = None
     kind: Literal["task", "review"] = "task"
     checks_skipped: bool = False
+    # An audit verdict's; null in a work report. The reader refuses neither a verdict
+    # without them nor a work report with them, as it never did (see AuditVerdict).
     role: str | None = F(default=None, max_length=64)
     verdict: Verdict | None = None
+
+
+class WorkReport(_Report):
+    """A worker's report of its work on a task (`worker done`, `blocked`, `failed`)."""
+
+    kind: Literal["task"] = "task"
+
+
+class AuditVerdict(_Report):
+    """A reviewer's verdict on a task's revision (`worker review --verdict`): no changes,
+    `status` done, and its role and verdict (which its writer always sets; a verdict
+    without them approves nothing)."""
+
+    kind: Literal["review"] = "review"
+
+
+# An inbox report, read as the kind it names (a work report when it names none).
+Report = Annotated[WorkReport | AuditVerdict, Tag("kind")]
+_read_report: list[Callable[[Any], Any]] = []
+
+
+def validate_report(doc: Any) -> Report:
+    """A report document, read strictly as the kind it names."""
+    if not _read_report:
+        _read_report.append(reader(Report))
+    report: Report = _read_report[0](doc)
+    return report
 
 
 class Finding(Strict):
@@ -437,8 +501,8 @@ class Finding(Strict):
     path: str | None = None
     detail: str
 
-    def public(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"code": self.code, "detail": self.detail}
+    def public(self) -> FindingDoc:
+        d: FindingDoc = {"code": self.code, "detail": self.detail}
         if self.path is not None:
             d["path"] = self.path
         return d

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from .diff import FileChange, Hunk
-from .models import Grant, Task
+from .models import GlobGrant, Grant, RangeGrant, Task
 
 _WILD = re.compile(r"[*?\[]")
 
@@ -253,7 +253,7 @@ class Attribution:
         return self.placed.get(id(hunk), hunk)
 
 
-def range_relation(g: Grant, h: Hunk) -> str:
+def range_relation(g: RangeGrant, h: Hunk) -> str:
     """'in' when the hunk belongs to the range, 'touch' when it overlaps partly, else 'out'."""
     if h.old_lines == 0:
         return "in" if g.start - 1 <= h.old_start <= g.end else "out"
@@ -265,16 +265,17 @@ def range_relation(g: Grant, h: Hunk) -> str:
     return "touch"
 
 
-def merged_ranges(grants: Sequence[Grant]) -> list[Grant]:
+def merged_ranges(grants: Sequence[Grant]) -> list[RangeGrant]:
     """One task's range grants with touching or overlapping ranges of a file joined: its
     edit across the seam of two of its own ranges is inside its grant."""
-    out: list[Grant] = []
-    for g in sorted((g for g in grants if g.kind == "range"), key=lambda g: (g.path, g.start)):
+    out: list[RangeGrant] = []
+    for g in sorted((g for g in grants if isinstance(g, RangeGrant)), key=lambda g: (g.path, g.start)):
         last = out[-1] if out else None
         if last is not None and last.path == g.path and g.start <= last.end + 1:
-            out[-1] = Grant(kind="range", path=g.path, start=last.start, end=max(last.end, g.end))
+            out[-1] = RangeGrant(kind="range", path=g.path, start=last.start,
+                                 end=max(last.end, g.end))
         else:
-            out.append(Grant(kind="range", path=g.path, start=g.start, end=g.end))
+            out.append(RangeGrant(kind="range", path=g.path, start=g.start, end=g.end))
     return out
 
 
@@ -291,8 +292,8 @@ def attribute(changes: Sequence[FileChange], tasks: Sequence[Task],
 
     result = Attribution()
     active = [t for t in tasks if t.active]
-    ranges: dict[str, list[tuple[str, Grant]]] = {}
-    globs: list[tuple[str, Grant]] = []
+    ranges: dict[str, list[tuple[str, RangeGrant]]] = {}
+    globs: list[tuple[str, GlobGrant]] = []
     for t in active:
         for g in merged_ranges(t.grants):
             ranges.setdefault(g.path, []).append((t.id, g))
@@ -339,7 +340,7 @@ def attribute(changes: Sequence[FileChange], tasks: Sequence[Task],
 
 
 def _judge(result: Attribution, ch: FileChange, h: Hunk, places: list[Hunk],
-           glob_owners: set[str], range_grants: list[tuple[str, Grant]],
+           glob_owners: set[str], range_grants: list[tuple[str, RangeGrant]],
            old: list[bytes]) -> None:
     """One hunk: owned, ambiguous, a conflict, or unowned, judged on all its placements.
 

@@ -23,11 +23,12 @@ import types
 import typing
 from collections.abc import Callable
 from enum import Enum
-from typing import Any, ClassVar, TypeVar, dataclass_transform
+from typing import Any, ClassVar, Generic, TypeVar, dataclass_transform
 
 from .errors import UsageError
 
 R = TypeVar("R", bound="Record")
+D = TypeVar("D")
 Reader = Callable[[Any], Any]
 
 
@@ -84,12 +85,13 @@ class Record:
 
     _fields: ClassVar[tuple[_Field, ...] | None] = None
 
-    def __init_subclass__(cls, **kw: Any) -> None:
+    def __init_subclass__(cls, *, init: bool = True, **kw: Any) -> None:
         super().__init_subclass__(**kw)
         cls._fields = None
         # Only __init__ is generated per class (each generated method costs an exec at
-        # import); equality and repr are the same for every record, below.
-        dataclasses.dataclass(kw_only=True, eq=False, repr=False)(cls)
+        # import), and not even that for a class that only holds the fields its kinds
+        # share (`init=False`); equality and repr are the same for every record, below.
+        dataclasses.dataclass(kw_only=True, eq=False, repr=False, init=init)(cls)
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
@@ -117,7 +119,8 @@ class Record:
 
     def model_dump(self, *, mode: str = "json", by_alias: bool = False) -> dict[str, Any]:
         """The record as JSON values: enums as their values, tuples as lists. Keys are the
-        field names, or their JSON names with `by_alias`."""
+        field names, or their JSON names with `by_alias`. Typed as open JSON, since every
+        record has its own shape: a `Public` record's public() gives its document type."""
         return typing.cast(dict[str, Any], _dump(self, by_alias))
 
     def model_dump_json(self, *, indent: int | None = None, by_alias: bool = False) -> str:
@@ -125,8 +128,23 @@ class Record:
                           allow_nan=False, separators=None if indent else (",", ":"))
 
     def model_copy(self, *, update: dict[str, Any] | None = None) -> typing.Self:
-        """A shallow copy with some fields replaced (and checked)."""
+        """A shallow copy with some fields replaced (and checked): `update` maps any of the
+        record's field names to a value, checked as the field's type on construction."""
         return typing.cast(typing.Self, dataclasses.replace(typing.cast(Any, self), **(update or {})))
+
+
+class Public(Generic[D]):
+    """A record whose JSON form is, as it is, a document commands print (a TypedDict of
+    shared/results.py): `public()` is `model_dump()` typed as that document."""
+
+    def public(self) -> D:
+        return typing.cast(D, _dump(self, False))
+
+
+def reader(tp: Any) -> Reader:
+    """A function that reads a value of type `tp` as a record's field of that type is read
+    (a union of records marked with `Tag`, say)."""
+    return _compile(tp)
 
 
 # ---- the compiled reader -------------------------------------------------------------
@@ -194,6 +212,8 @@ def _compile(tp: Any, con: Constraint | None = None) -> Reader:
     if origin is typing.Annotated:
         inner, *extra = typing.get_args(tp)
         for e in extra:
+            if isinstance(e, Tag):
+                return _checked(_tagged(typing.get_args(inner), e.key), con)
             if isinstance(e, Constraint):
                 con = e
         return _compile(inner, con)
@@ -293,6 +313,60 @@ def _compile(tp: Any, con: Constraint | None = None) -> Reader:
     if tp is Any:
         return _checked(lambda v: v, con)
     raise TypeError(f"no reader for {tp!r}")
+
+
+class Tag:
+    """`Annotated[A | B, Tag("kind")]`: a union of records told apart by one field, a
+    Literal in each. A document is read as the record its value names; one without the
+    field as the record whose field has a default. Errors read as those of one record
+    holding every value: where the field is not the first thing wrong, what is wrong first
+    is named (so both kinds are read with the same reader up to that field).
+
+    A plain class: a dataclass would cost an exec per generated method at import."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+
+def _tagged(members: tuple[Any, ...], key: str) -> Reader:
+    if not members or not all(isinstance(m, type) and issubclass(m, Record) for m in members):
+        raise TypeError(f"Tag({key!r}) marks a union of records, not {members!r}")
+    # Built at first use: records may name themselves.
+    cell: list[tuple[list[tuple[Any, Reader]], Reader]] = []
+
+    def plan() -> tuple[list[tuple[Any, Reader]], Reader]:
+        if not cell:
+            values: list[tuple[Any, Reader]] = []
+            fallback = None
+            for m in members:
+                f = next(f for f in _plan(m) if f.key == key)
+                for v in typing.get_args(typing.get_type_hints(m)[f.name]):
+                    values.append((v, _reader_of(m)))
+                if not f.required and fallback is None:
+                    fallback = _reader_of(m)
+            cell.append((values, fallback or _reader_of(members[0])))
+        return cell[0]
+
+    def tagged(v: Any) -> Any:
+        if isinstance(v, members):
+            return v
+        values, fallback = plan()
+        if isinstance(v, dict) and key in v:
+            tag = v[key]
+            for a, read in values:
+                if tag == a and type(tag) is type(a):
+                    return read(v)
+            try:
+                return fallback(v)
+            except RecordError as e:
+                if e.loc != (key,):
+                    raise
+                allowed = ", ".join(repr(a) for a, _ in values)
+                raise RecordError(f"expected one of {allowed}, not {tag!r:.80}", (key,)) from None
+        return fallback(v)
+    return tagged
 
 
 def _lazy_record(tp: type[Record]) -> Reader:

@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from . import git, store
 from .context import Ctx
 from .errors import UsageError
+
+if TYPE_CHECKING:
+    from .results import Mirror
 
 OWN = "refs/hunkwise/m"
 SEEN = "refs/hunkwise/remote"
@@ -84,7 +88,9 @@ def sync_dir(ctx: Ctx) -> Path:
     return d
 
 
-def load_json(path: Path) -> dict[str, Any]:
+def load_json(path: Path) -> Any:
+    """A bookkeeping file as read: a JSON object, or {} when missing or unreadable. Its
+    shape is the one its caller annotates (only this code writes these files)."""
     try:
         doc = store.strict_json_loads(path.read_bytes())
     except FileNotFoundError:
@@ -94,14 +100,14 @@ def load_json(path: Path) -> dict[str, Any]:
     return doc if isinstance(doc, dict) else {}
 
 
-def save_json(path: Path, doc: dict[str, Any]) -> None:
+def save_json(path: Path, doc: Mapping[str, object]) -> None:
     store.atomic_write(path, json.dumps(doc, indent=1, sort_keys=True).encode())
 
 
-def mirror(ctx: Ctx) -> dict[str, Any]:
+def mirror(ctx: Ctx) -> Mirror:
     """`{"tasks": {id: machine}, "ranges_at": {machine: commit}}`: tasks this machine holds
     only as a copy of another machine's published table."""
-    doc = load_json(ctx.lay.root / "sync" / "mirror.json")
+    doc: Mirror = load_json(ctx.lay.root / "sync" / "mirror.json")
     doc.setdefault("tasks", {})
     doc.setdefault("ranges_at", {})
     return doc

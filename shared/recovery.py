@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from . import diff, git, snapshot, store
 from .diff import FileChange, Hunk
@@ -56,9 +56,9 @@ def record_of(sel: Selection) -> tuple[dict[str, list[Pos]], dict[str, str]]:
     return hunks, whole
 
 
-def saved_of(tv: TreeView, sel: Selection, *, kind: str, revision: int, ref: str) -> Saved:
+def saved_of(tv: TreeView, sel: Selection, *, kind: SavedKind, revision: int, ref: str) -> Saved:
     hunks, whole = record_of(sel)
-    return Saved(kind=cast(SavedKind, kind), revision=revision, tree=tv.snap.tree, base=tv.snap.head,
+    return Saved(kind=kind, revision=revision, tree=tv.snap.tree, base=tv.snap.head,
                  at=store.now(), ref=ref, hunks=hunks, whole=whole)
 
 

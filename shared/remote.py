@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeVar
 
 from . import git, store
 from .context import Ctx, machine_name, session_role
@@ -25,6 +25,7 @@ from .models import (
     INACTIVE,
     SESSION_RE,
     TASK_ID_RE,
+    AuditVerdict,
     Checkpoint,
     ClaimRecord,
     Report,
@@ -32,7 +33,9 @@ from .models import (
     SignalType,
     Task,
     TaskState,
+    WorkReport,
 )
+from .record import Record
 from .records import (
     KEY_RE,
     MAX_RECORD_BYTES,
@@ -50,8 +53,9 @@ from .records import (
 from .signals import addressed_to, close_about
 
 if TYPE_CHECKING:
-    from .results import AppliedDoc, QuarantinedRecord
+    from .results import AppliedDoc, QuarantinedRecord, SeenChain
 
+R = TypeVar("R", bound=Record)
 _SIG_ID_RE = re.compile(r"^sig-\d{8}-\d{3,9}@(?P<m>[A-Za-z0-9_-]{1,64})$")
 _MACHINE_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
@@ -101,8 +105,8 @@ def _quarantine(ctx: Ctx, machine: str, path: str, data: bytes, reason: str,
     applied.quarantined.append({"machine": machine, "record": path, "reason": reason})
 
 
-def _parse(data: bytes, model: Any, what: str) -> Any:
-    return store.parse_untrusted(data, model, what, MAX_RECORD_BYTES)
+def _parse(data: bytes, model: type[R], what: str) -> R:
+    return store.parse_untrusted(data, model.model_validate, what, MAX_RECORD_BYTES)
 
 
 def _read_report(ctx: Ctx, name: str, data: bytes) -> Report:
@@ -126,15 +130,15 @@ def apply_remote(ctx: Ctx, machines: dict[str, str] | None = None) -> Applied:
     me = machine_name()
     with store.locked(ctx.lay, name="sync.lock"):
         seen_path = sync_dir(ctx) / "seen.json"
-        seen = load_json(seen_path)
+        seen: dict[str, SeenChain] = load_json(seen_path)
         for machine, commit in sorted((remote_machines(ctx.repo) if machines is None
                                        else machines).items()):
             if machine == me:
                 continue
-            done = seen.get(machine, {})
-            if done.get("commit") == commit:
+            done = seen.get(machine)
+            if done is not None and done.get("commit") == commit:
                 continue
-            records = set(done.get("records", []))
+            records = set(done.get("records", []) if done is not None else [])
             now_records = _apply_machine(ctx, machine, commit, records, applied)
             seen[machine] = {"commit": commit, "records": sorted(now_records)}
         save_json(seen_path, seen)
@@ -161,10 +165,10 @@ def _apply_machine(ctx: Ctx, machine: str, commit: str, done: set[str],
 
     signals: list[Signal] = []
     checkpoints: dict[str, Checkpoint] = {}
-    verdicts: list[tuple[str, bytes, Report]] = []
-    works: list[tuple[str, bytes, Report, str, str]] = []
+    verdicts: list[tuple[str, bytes, AuditVerdict]] = []
+    works: list[tuple[str, bytes, WorkReport, str, str]] = []
     claims: list[ClaimRecord] = []
-    table: dict[str, Any] | None = None
+    table: Table | None = None
     for path, oid in sorted(todo.items()):
         kind, _, name = path.partition("/")
         data = blobs.get(oid, b"")
@@ -215,7 +219,7 @@ def _apply_machine(ctx: Ctx, machine: str, commit: str, done: set[str],
                 if report.task_id != m["task"] or report.revision != int(m["rev"]):
                     raise UsageError(f"name says {m['task']} r{m['rev']}, content says "
                                      f"{report.task_id} r{report.revision}")
-                if report.kind == "review":
+                if isinstance(report, AuditVerdict):
                     verdicts.append((name, data, report))
                 elif {"snapshot", "base"} <= set(entry):
                     works.append((name, data, report, entry["snapshot"][1], entry["base"][1]))
@@ -238,7 +242,15 @@ def _apply_machine(ctx: Ctx, machine: str, commit: str, done: set[str],
     return {r for r in done if r.split(" ", 1)[0] in listing}
 
 
-def _parse_table(data: bytes, machine: str) -> dict[str, Any]:
+@dataclass
+class Table:
+    """Another machine's published task table (`tasks.json`), read."""
+
+    ranges_at: str | None
+    tasks: list[Task]
+
+
+def _parse_table(data: bytes, machine: str) -> Table:
     if len(data) > MAX_RECORD_BYTES:
         raise UsageError("tasks.json: over the size limit")
     try:
@@ -258,19 +270,19 @@ def _parse_table(data: bytes, machine: str) -> dict[str, Any]:
         if not TASK_ID_RE.fullmatch(t.id) or ".." in t.id:
             raise UsageError(f"tasks.json: malformed task id {t.id!r}")
         tasks.append(t)
-    return {"ranges_at": ranges_at, "tasks": tasks}
+    return Table(ranges_at=ranges_at, tasks=tasks)
 
 
 def _apply_state(ctx: Ctx, machine: str, signals: list[Signal],
-                 checkpoints: dict[str, Checkpoint], verdicts: list[tuple[str, bytes, Report]],
-                 table: dict[str, Any] | None, applied: Applied) -> None:
+                 checkpoints: dict[str, Checkpoint], verdicts: list[tuple[str, bytes, AuditVerdict]],
+                 table: Table | None, applied: Applied) -> None:
     from hunkwise import inbox
 
     mir_path = sync_dir(ctx) / "mirror.json"
     with store.transaction(ctx.lay) as state:
         mir = mirror(ctx)
         if table is not None:
-            for t in table["tasks"]:
+            for t in table.tasks:
                 owner = mir["tasks"].get(t.id)
                 if t.id in state.tasks and owner is None:
                     continue  # this machine's own task: never replaced by a remote's copy
@@ -292,11 +304,11 @@ def _apply_state(ctx: Ctx, machine: str, signals: list[Signal],
                 mir["tasks"][t.id] = machine
                 applied.tasks.append(t.id)
             gone = [tid for tid, m in mir["tasks"].items() if m == machine
-                    and tid not in {t.id for t in table["tasks"]}]
+                    and tid not in {t.id for t in table.tasks}]
             for tid in gone:
                 state.tasks.pop(tid, None)
                 del mir["tasks"][tid]
-            mir["ranges_at"][machine] = table["ranges_at"]
+            mir["ranges_at"][machine] = table.ranges_at
         known = {s.id for s in state.signals}
         for sig in signals:
             if sig.id not in known:

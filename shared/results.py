@@ -5,11 +5,11 @@ document or hands it to the command's human renderer, so mypy checks every key t
 writes and every key the renderer reads. A TypedDict fixes names and types, not order: the
 order of keys in the JSON is the order the core writes them, and stays as it was.
 SPEC.md ("JSON shapes that scripts rely on") fixes some of these keys for scripts; the
-others may grow. `NotRequired` marks a key present only sometimes; `Any` a value that is
-genuinely free-form.
+others may grow. `NotRequired` marks a key present only sometimes.
 
-Modules import this one under `TYPE_CHECKING` only (and cast to a quoted name): building
-these classes costs milliseconds that every command, in an agent's loop, would pay.
+Modules import this one under `TYPE_CHECKING` only: building these classes costs
+milliseconds that every command, in an agent's loop, would pay. A record that prints as
+one of these says so (`public()`, shared/models.py), so commands need no casts.
 """
 
 from __future__ import annotations
@@ -307,7 +307,7 @@ class StatusResult(TypedDict):
     conflicts: list[ContestedChange]
     ambiguous: list[ContestedChange]
     # What a crashed `coord accept` left and this status repaired (coordinator/accept.py).
-    repaired: dict[str, Any] | None
+    repaired: Repaired | None
     hidden_tasks: int
     index_dirty: bool
     staged: list[str]
@@ -492,6 +492,37 @@ class RevertResult(TypedDict):
     warnings: list[str]
 
 
+class AcceptResult(TypedDict):
+    """`coord accept`."""
+
+    commit: str
+    task: str
+    paths: list[str]
+    revision: int
+    warnings: list[str]
+
+
+class AcceptJournal(TypedDict):
+    """The journal `coord accept` writes (`accept.json`) before it moves HEAD: what the next
+    command needs to finish or undo an accept that crashed."""
+
+    task: str
+    commit: str
+    head: str | None
+    revision: int
+    paths: list[str]
+    recheck: str | None
+    started: float
+
+
+class Repaired(TypedDict):
+    """A crashed `coord accept` the next command settled (`coord status`'s `repaired`)."""
+
+    task: str
+    commit: str
+    landed: bool
+
+
 class CommitResult(TypedDict):
     """`coord commit`."""
 
@@ -669,6 +700,51 @@ class ReportArrival(TypedDict):
     error: NotRequired[str]
 
 
+class EventFacts(TypedDict, total=False):
+    """The facts an event carries after its head, by kind: a report's are its
+    `ReportArrival`; the others' name the task, session, decision, signal, batch or paths."""
+
+    # a report (ReportArrival)
+    task_id: str
+    status: str
+    title: str
+    revision: int
+    kind: str
+    summary: str
+    checks_passed: int
+    checks_total: int
+    file: str
+    reason: str
+    error: str
+    # a stale claim, a decision, a BLOCKED_ON signal
+    session: str
+    heartbeat_age_s: int
+    decision: str
+    question: str
+    signal: str
+    sender: str
+    about: str
+    payload: str
+    # a freeze, a thaw, a verify result, lost work
+    batch: int | None
+    commit: str | None
+    deferred: list[str]
+    ok: bool
+    failing: list[str]
+    paths: list[str]
+
+
+class NotifyEvent(EventFacts):
+    """An event for the supervisor (coordinator/notify.py), as `[notify] command` reads it
+    on stdin: its kind (`event`), stable id, time, subject and body, then its facts."""
+
+    event: str
+    id: str
+    at: str
+    subject: str
+    body: str
+
+
 class Delivered(TypedDict):
     """A notification `coord watch` delivered."""
 
@@ -794,6 +870,47 @@ class SessionResult(TypedDict):
     notes: list[NoteDoc]
 
 
+class LostPaths(TypedDict):
+    """The task's recorded work that is gone from the tree, and the way back (`worker start`)."""
+
+    paths: list[str]
+    restore: str
+
+
+class StartResult(TypedDict):
+    """`worker start ID`: the task's brief, and where the last session stopped."""
+
+    checkpoint: CheckpointDoc | None
+    task: TaskDoc
+    session: str
+    placed: list[str] | None
+    signals: list[SignalDoc]
+    expect: str
+    notes: list[NoteDoc]
+    lost: LostPaths | None
+
+
+class DeliveredReport(TypedDict):
+    """The report `worker done`, `worker blocked` or `worker failed` delivered."""
+
+    id: str
+    revision: int
+    status: str
+    file: str
+    changes: int
+    hunks: int
+    checks_passed: int
+    checks_total: int
+    overlaps: list[OverlapDoc]
+
+
+class DeliverResult(TypedDict):
+    """`worker done`, `worker blocked`, `worker failed`."""
+
+    task: TaskDoc
+    report: DeliveredReport
+
+
 class HeartbeatResult(Recorded):
     """`worker heartbeat`."""
 
@@ -882,6 +999,50 @@ class SyncResult(TypedDict):
     fetched: list[str]
     applied: AppliedDoc
     warnings: list[str]
+
+
+# ---- files hunkwise keeps -------------------------------------------------------------------------
+
+class OutboxEntry(TypedDict):
+    """An event `coord watch` took and has not delivered everywhere yet (`notify.json`)."""
+
+    event: NotifyEvent
+    sinks: list[str]
+    attempts: int
+    next_at: float
+    errors: list[str]
+
+
+class Outbox(TypedDict):
+    """`notify.json`: every event id taken (with when it was done with), and what is pending."""
+
+    sent: dict[str, float]
+    pending: dict[str, OutboxEntry]
+
+
+class ArchiveLine(TypedDict):
+    """A line of `archive.jsonl`: a record the state dropped at thaw. `data` is open JSON:
+    the record as its model dumps it (a task, a signal, a decision) or a session's last
+    sight, read back only by code that knows its kind."""
+
+    kind: Literal["task", "signal", "decision", "session"]
+    data: dict[str, Any]
+
+
+class Mirror(TypedDict):
+    """`sync/mirror.json`: the tasks this machine holds only as a copy of another machine's
+    published table (task id -> machine), and the commit each machine's ranges are at."""
+
+    tasks: dict[str, str]
+    ranges_at: dict[str, str | None]
+
+
+class SeenChain(TypedDict):
+    """What `sync/seen.json` remembers of a machine's fetched chain: the commit applied, and
+    the records ("path oid") taken from it."""
+
+    commit: str
+    records: list[str]
 
 
 class ErrorBody(TypedDict):

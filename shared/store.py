@@ -14,17 +14,24 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import git
 from .errors import StateRefused, UsageError
 from .models import STATE_VERSION, State
 from .record import RecordError
 
+if TYPE_CHECKING:
+    from .results import ArchiveLine
 
-def parse_untrusted(data: bytes, model: Any, what: str, limit: int, kind: str = "") -> Any:
+T = TypeVar("T")
+
+
+def parse_untrusted(data: bytes, read: Callable[[Any], T], what: str, limit: int,
+                    kind: str = "") -> T:
     """Bytes from a process hunkwise does not trust (a worker's report, another machine's
-    record) as a strict model: a size cap, strict JSON, the schema; one line on failure."""
+    record) read strictly (`read`: a record's model_validate, or validate_report): a size cap,
+    strict JSON, the schema; one line on failure."""
     if len(data) > limit:
         raise UsageError(f"{what}: over the {limit} byte limit")
     try:
@@ -32,7 +39,7 @@ def parse_untrusted(data: bytes, model: Any, what: str, limit: int, kind: str = 
     except (ValueError, RecursionError) as e:
         raise UsageError(f"{what}: not valid JSON ({str(e)[:200]})") from None
     try:
-        return model.model_validate(doc)
+        return read(doc)
     except ValueError as e:
         lines = str(e).splitlines()
         detail = "; ".join(lines[1:3]) if len(lines) > 2 else str(e)
@@ -67,7 +74,7 @@ def atomic_write(path: Path, data: bytes) -> None:
 def strict_json_loads(data: bytes | str) -> Any:
     """json.loads that refuses duplicate keys and NaN/Infinity."""
 
-    def no_dupes(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    def no_dupes(pairs: list[tuple[str, Any]]) -> dict[str, Any]:  # any JSON object
         out: dict[str, Any] = {}
         for k, v in pairs:
             if k in out:
@@ -111,6 +118,8 @@ def ensure(lay: Layout) -> None:
         (lay.root / sub).mkdir(parents=True, exist_ok=True)
 
 
+# A state document of an older version is open JSON until the last migration hands it to
+# State.model_validate.
 def _to_v2(doc: dict[str, Any]) -> dict[str, Any]:
     return {**doc, "version": 2}  # new fields all have defaults
 
@@ -156,7 +165,7 @@ def _parse_state(lay: Layout, data: bytes) -> State:
 ARCHIVE = "archive.jsonl"
 
 
-def archive(lay: Layout, records: list[dict[str, Any]]) -> None:
+def archive(lay: Layout, records: list[ArchiveLine]) -> None:
     """Append finished records ({"kind", "data"}) to the append-only archive, fsynced
     before the state that drops them is saved: a crash in between keeps both copies,
     never neither."""
@@ -170,7 +179,9 @@ def archive(lay: Layout, records: list[dict[str, Any]]) -> None:
 
 
 def archived(lay: Layout, kind: str) -> list[dict[str, Any]]:
-    """Every archived record of a kind, oldest first; a torn last line is skipped."""
+    """Every archived record of a kind, oldest first; a torn last line is skipped.
+
+    Open JSON, as read back from a file: what it holds is the caller's kind's dump."""
     try:
         raw = (lay.root / ARCHIVE).read_bytes()
     except FileNotFoundError:

@@ -12,12 +12,11 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import cast
 
 from . import diff, git, snapshot
 from .diff import FileChange
 from .errors import GitError
-from .models import ChangeEntry, ChangeKind, Grant, HunkEntry, State, Task, TaskState, report_path
+from .models import ChangeEntry, HunkEntry, RangeGrant, State, Task, TaskState, report_path
 from .ownership import Ambiguous, Attribution, attribute, map_range, merged_ranges
 
 Identity = tuple[str, ...]
@@ -180,7 +179,7 @@ def to_entries(changes: Sequence[FileChange],
         if c.path in used or c.path in renamed:
             continue
         entries.append(ChangeEntry(
-            path=report_path(c.path), kind=cast(ChangeKind, c.kind),
+            path=report_path(c.path), kind=c.kind,
             old_mode=None if c.old_mode == "000000" else c.old_mode,
             new_mode=None if c.new_mode == "000000" else c.new_mode,
             old_oid=None if git.is_null_oid(c.old_oid) else c.old_oid,
@@ -232,7 +231,7 @@ def task_entries(repo: Path, tv: TreeView, task: Task, sel: Selection) -> list[C
 
     att = tv.attribution
     entries = to_entries(sel.changes, att)
-    ranges: dict[str, list[Grant]] = {}
+    ranges: dict[str, list[RangeGrant]] = {}
     for g in merged_ranges(task.grants):
         ranges.setdefault(g.path, []).append(g)
     todo = [c for c in sel.changes if c.splittable and c.hunks]

@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 from hunkwise.shared import git as hw_git
 from hunkwise.shared.diff import FileChange, parse_patch, splice
-from hunkwise.shared.models import Grant, Report, Task, TaskState
+from hunkwise.shared.models import RangeGrant, Report, Task, TaskState, WorkReport
 from hunkwise.shared.ownership import attribute, map_range
 
 PATH = "m.py"
@@ -186,11 +186,11 @@ def _view(differ: Differ, old: bytes, new: bytes, tasks: list[Task]):
 
 
 def _report(tid: str, entries: list) -> Report:
-    return Report(schema_version=1, task_id=tid, status="done", session=None,
-                  created_at="2026-01-01T00:00:00Z", base_commit=None, title=tid, expect="e",
-                  summary="", changes=entries, patch_sha256="0" * 64, snapshot="", revision=1,
-                  report_id=f"r-{tid}", checks=[], overlaps=[], unfinished=[],
-                  proposed_commit={"subject": tid, "body": ""})
+    return WorkReport(schema_version=1, task_id=tid, status="done", session=None,
+                      created_at="2026-01-01T00:00:00Z", base_commit=None, title=tid, expect="e",
+                      summary="", changes=entries, patch_sha256="0" * 64, snapshot="", revision=1,
+                      report_id=f"r-{tid}", checks=[], overlaps=[], unfinished=[],
+                      proposed_commit={"subject": tid, "body": ""})
 
 
 def run_scenario(seed: int, differ: Differ) -> tuple[int, list[str]]:
@@ -201,8 +201,8 @@ def run_scenario(seed: int, differ: Differ) -> tuple[int, list[str]]:
     base = sc.text(set())
     final = sc.text(set(sc.tasks))
     grants = sc.grants()
-    tasks = {t: Task(id=t, title=t, expect="e", grants=[Grant(kind="range", path=PATH,
-                                                              start=a, end=b)],
+    tasks = {t: Task(id=t, title=t, expect="e", grants=[RangeGrant(kind="range", path=PATH,
+                                                                   start=a, end=b)],
                      state=TaskState.IN_PROGRESS, created_at=0.0, updated_at=0.0)
              for t, (a, b) in grants.items()}
     # Every task reports on the tree holding every edit, as `worker done` does.

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from hunkwise.coordinator.guard import Blocked, check_command, check_writes, guard, patch_paths
-from hunkwise.shared.models import Grant
+from hunkwise.shared.models import parse_grant
 
 from tests.conftest import BIN, Result, git, numbered, write
 
@@ -287,7 +287,7 @@ def test_coord_guard_executable_exit_codes_and_streams(tmp_path: Path) -> None:
 
 # ---- writes against grants: the pure part -------------------------------------------------
 
-G = Grant.parse
+G = parse_grant
 HELD = [("t1", [G("src/api/**"), G("app.py:10-20")]), ("t2", [G("docs/*.md")])]
 
 

@@ -14,7 +14,7 @@ import pytest
 from hunkwise.shared import diff, snapshot
 from hunkwise.shared.diff import FileChange, Hunk
 from hunkwise.shared.errors import UsageError
-from hunkwise.shared.models import Grant, Task, TaskState, check_task_id
+from hunkwise.shared.models import Task, TaskState, check_task_id, parse_grant
 from hunkwise.shared.ownership import (
     attribute,
     find_conflicts,
@@ -32,13 +32,13 @@ MakeRepo = Callable[..., Path]
 def task(tid: str, *grants: str, state: TaskState = TaskState.ASSIGNED,
          exclusive: bool = False) -> Task:
     return Task(id=tid, title=f"title of {tid}", expect="it works", state=state,
-                grants=[Grant.parse(g) for g in grants], exclusive=exclusive,
+                grants=[parse_grant(g) for g in grants], exclusive=exclusive,
                 created_at=0.0, updated_at=0.0)
 
 
 def conflicts(new: list[str], others: list[Task], files: list[str], *,
               exclusive: bool = False, serial: tuple[str, ...] = ()) -> list[tuple[str, str]]:
-    found = find_conflicts([Grant.parse(g) for g in new], exclusive, others, files, list(serial))
+    found = find_conflicts([parse_grant(g) for g in new], exclusive, others, files, list(serial))
     return [(c.task_id, c.path) for c in found]
 
 
@@ -60,7 +60,7 @@ def hunks_between(make_repo: MakeRepo, before: str, after: str) -> list[Hunk]:
     return change.hunks
 
 
-# ---- Grant.parse ------------------------------------------------------------------------
+# ---- parse_grant ------------------------------------------------------------------------
 
 @pytest.mark.parametrize("text, path", [
     ("src/*.py", "src/*.py"),
@@ -69,19 +69,19 @@ def hunks_between(make_repo: MakeRepo, before: str, after: str) -> list[Hunk]:
     ("**/*.sql", "**/*.sql"),
 ])
 def test_parse_glob_grant_keeps_the_pattern(text: str, path: str) -> None:
-    g = Grant.parse(text)
+    g = parse_grant(text)
     assert (g.kind, g.path, str(g)) == ("glob", path, path)
 
 
 def test_parse_range_grant_reads_path_and_inclusive_lines() -> None:
-    g = Grant.parse("src/app.py:3-17")
+    g = parse_grant("src/app.py:3-17")
     assert (g.kind, g.path, g.start, g.end) == ("range", "src/app.py", 3, 17)
     assert str(g) == "src/app.py:3-17"
-    assert str(Grant.parse("./a.txt:5-5")) == "a.txt:5-5"
+    assert str(parse_grant("./a.txt:5-5")) == "a.txt:5-5"
 
 
 def test_parse_range_keeps_colons_in_the_path() -> None:
-    g = Grant.parse("notes:v2.txt:1-2")
+    g = parse_grant("notes:v2.txt:1-2")
     assert (g.kind, g.path, g.start, g.end) == ("range", "notes:v2.txt", 1, 2)
 
 
@@ -112,7 +112,7 @@ def test_parse_range_keeps_colons_in_the_path() -> None:
 ])
 def test_parse_refuses_hostile_grants(text: str, why: str) -> None:
     with pytest.raises(UsageError) as e:
-        Grant.parse(text)
+        parse_grant(text)
     assert e.value.exit_code == 2
     assert why.lower() in e.value.message.lower()
     assert "\n" not in e.value.message
@@ -122,7 +122,7 @@ def test_leading_slash_glob_is_refused_as_an_absolute_path() -> None:
     # Globs are anchored at the repo root anyway; a leading "/" is far likelier to be a
     # host path typed by mistake than a gitignore anchor, so it is refused.
     with pytest.raises(UsageError) as e:
-        Grant.parse("/etc/passwd")
+        parse_grant("/etc/passwd")
     assert "absolute" in e.value.message
     assert glob_matches("etc/passwd", "etc/passwd")
     assert not glob_matches("etc/passwd", "sub/etc/passwd")

@@ -18,20 +18,24 @@ from hunkwise.shared import store
 from hunkwise.shared.errors import UsageError
 from hunkwise.shared.models import (
     MAX_TEXT,
+    AuditVerdict,
     Checkpoint,
     Claim,
     Decision,
     Freeze,
-    Grant,
+    GlobGrant,
     Handover,
     Note,
-    Report,
+    RangeGrant,
     Saved,
     Signal,
     SignalType,
     State,
     Task,
     TaskState,
+    WorkReport,
+    parse_grant,
+    validate_report,
 )
 from hunkwise.shared.record import RecordError
 from hunkwise.shared.store import strict_json_loads
@@ -50,9 +54,36 @@ def test_a_state_written_by_the_previous_release_is_read_and_written_back_byte_f
 
 def test_a_report_written_by_the_previous_release_is_read_and_written_back_byte_for_byte() -> None:
     raw = (DATA / "report_v1.json").read_bytes()
-    report = Report.model_validate(strict_json_loads(raw))
+    report = validate_report(strict_json_loads(raw))
+    assert isinstance(report, WorkReport)
     assert report.changes[0].hunks[0].old_start == 2
     assert report.model_dump_json().encode() == raw
+
+
+def test_an_audit_verdict_is_read_as_one_and_written_back_byte_for_byte() -> None:
+    doc = {**strict_json_loads((DATA / "report_v1.json").read_bytes()), "changes": [],
+           "kind": "review", "role": "security", "verdict": "approve"}
+    raw = json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode()
+    report = validate_report(strict_json_loads(raw))
+    assert isinstance(report, AuditVerdict) and report.verdict == "approve"
+    assert report.model_dump_json().encode() == raw
+    # Read as before the two kinds were told apart: a verdict without its role and verdict,
+    # a report with no kind (a work report).
+    bare = validate_report({**doc, "role": None, "verdict": None})
+    assert isinstance(bare, AuditVerdict) and bare.verdict is None
+    no_kind = {k: v for k, v in doc.items() if k not in ("kind", "role", "verdict")}
+    assert isinstance(validate_report(no_kind), WorkReport)
+
+
+def test_grants_are_read_as_the_kind_they_name() -> None:
+    state = State.model_validate(strict_json_loads((DATA / "state_v2.json").read_bytes()))
+    ranged, glob = state.tasks["T1"].grants[0], state.tasks["T2"].grants[0]
+    assert isinstance(ranged, RangeGrant) and str(ranged) == "app.py:1-5"
+    # A glob grant holds no lines; it keeps the 0 and 0 every grant was written with.
+    assert isinstance(glob, GlobGrant) and str(glob) == "docs/**"
+    assert glob.model_dump() == {"kind": "glob", "path": "docs/**", "start": 0, "end": 0}
+    assert isinstance(parse_grant("a.txt:3"), RangeGrant)
+    assert parse_grant("src/**") == GlobGrant(kind="glob", path="src/**")
 
 
 def _text(rng: random.Random, n: int = 12) -> str:
@@ -70,7 +101,7 @@ def _saved(rng: random.Random) -> Saved:
 
 
 def _task(rng: random.Random, i: int) -> Task:
-    grants = [Grant.parse(rng.choice(["src/**", "a.txt:3-9", "docs/", "b.py:1"]))
+    grants = [parse_grant(rng.choice(["src/**", "a.txt:3-9", "docs/", "b.py:1"]))
               for _ in range(rng.randint(1, 3))]
     return Task(
         id=f"T{i}", title=_text(rng), expect=_text(rng), state=rng.choice(list(TaskState)),
@@ -143,7 +174,10 @@ BAD_STATES = [
     (("tasks", "T1", "title"), KeyError, "tasks.T1.title: missing"),
     (("tasks", "T1", "title"), "x" * (MAX_TEXT + 1), "tasks.T1.title: at most 65536 characters"),
     (("tasks", "T1", "grants", 0, "start"), -1, "tasks.T1.grants.0.start: must be at least 0"),
-    (("tasks", "T1", "grants", 0, "kind"), "regex", "tasks.T1.grants.0.kind: expected one of"),
+    (("tasks", "T1", "grants", 0, "kind"), "regex",
+     "tasks.T1.grants.0.kind: expected one of 'glob', 'range', not 'regex'"),
+    (("tasks", "T1", "grants", 0, "kind"), KeyError, "tasks.T1.grants.0.kind: missing"),
+    (("tasks", "T2", "grants", 0, "path"), 7, "tasks.T2.grants.0.path: expected a string"),
     (("tasks", "T2", "saved", "hunks", "docs/a.md", 0), [1, 2],
      "tasks.T2.saved.hunks.docs/a.md.0: expected a list of 3"),
     (("signals", 0, "from"), KeyError, "signals.0.from: missing"),
@@ -186,12 +220,14 @@ REPORT = strict_json_loads((DATA / "report_v1.json").read_bytes())
     (("checks",), [{}] * 1001, "checks: at most 1000 items"),
     (("status",), "DONE", "status: expected one of 'done', 'blocked', 'failed'"),
     (("extra",), 1, "extra: unknown field"),
+    (("kind",), "audit", "kind: expected one of 'task', 'review', not 'audit'"),
+    (("kind",), True, "kind: expected one of 'task', 'review', not True"),
 ])
 def test_a_malformed_report_is_refused_naming_the_field(path: tuple[Any, ...], value: Any,
                                                         expected: str) -> None:
     data = json.dumps(_set(REPORT, path, value)).encode()
     with pytest.raises(UsageError) as e:
-        store.parse_untrusted(data, Report, "report r1", 1 << 24, "report")
+        store.parse_untrusted(data, validate_report, "report r1", 1 << 24, "report")
     assert f"report r1: does not match the report schema (invalid {expected}" in e.value.message
 
 
@@ -202,7 +238,7 @@ def test_a_value_over_its_limit_is_refused_where_it_is_made() -> None:
     with pytest.raises(RecordError):
         Claim(session="s", opened=1.0, heartbeat=1.0, ttl="60")  # type: ignore[arg-type]
     with pytest.raises(RecordError):
-        Grant(kind="glob", path="a").model_copy(update={"start": -1})
+        GlobGrant(kind="glob", path="a").model_copy(update={"start": -1})
     assert Claim(session="s", opened=1, heartbeat=2, ttl=3).opened == 1.0  # numbers widen
 
 

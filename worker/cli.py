@@ -11,7 +11,7 @@ from hunkwise.shared.errors import CoordError
 from hunkwise.shared.output import emit
 
 if TYPE_CHECKING:
-    from hunkwise.shared.results import SessionResult
+    from hunkwise.shared.results import DeliverResult, SessionResult, StartResult
 
 
 def _session_opt(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -70,7 +70,7 @@ def start(task_id: str | None, session: str | None, role: str | None, as_json: b
     if is_mirrored(ctx, task_id):
         _autosync(ctx)  # the claim reaches the task's coordinator now
 
-    def human(d: dict[str, Any]) -> str:
+    def human(d: StartResult) -> str:
         t = d["task"]
         lines = []
         cp = d["checkpoint"]
@@ -92,7 +92,7 @@ def start(task_id: str | None, session: str | None, role: str | None, as_json: b
     emit(doc, as_json, human)
 
 
-def _report_text(d: dict[str, Any]) -> str:
+def _report_text(d: DeliverResult) -> str:
     r = d["report"]
     out = [f"delivered {d['task']['id']} r{r['revision']} [{r['status']}]: {r['changes']} file(s), "
            f"{r['hunks']} hunk(s), checks {r['checks_passed']}/{r['checks_total']}"]

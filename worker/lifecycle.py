@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 from collections import Counter
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any
 
 from hunkwise import inbox
 from hunkwise.shared import recovery, store
@@ -27,12 +27,12 @@ from hunkwise.shared.models import (
     Claim,
     Overlap,
     ProposedCommit,
-    Report,
     ReportStatus,
     Signal,
     SignalType,
     Task,
     TaskState,
+    WorkReport,
     report_path,
 )
 from hunkwise.shared.signals import send
@@ -46,6 +46,9 @@ from hunkwise.shared.tree import (
     task_entries,
     view,
 )
+
+if TYPE_CHECKING:
+    from hunkwise.shared.results import DeliverResult, StartResult
 
 STARTABLE = (TaskState.ASSIGNED, TaskState.CHANGES_REQUESTED)
 
@@ -86,7 +89,7 @@ def _may_take(task: Task, sess: str | None) -> None:
         raise StateRefused(f"{task.id} was handed off to {target}, not {sess}")
 
 
-def start(ctx: Ctx, task_id: str, *, session: str | None, role: str) -> dict[str, Any]:
+def start(ctx: Ctx, task_id: str, *, session: str | None, role: str) -> StartResult:
     from hunkwise.shared.signals import close, close_about, pending_for
 
     ttl = ctx.config.claims.ttl_seconds
@@ -166,7 +169,7 @@ def start(ctx: Ctx, task_id: str, *, session: str | None, role: str) -> dict[str
         # A handoff asked for someone to take the task up: shown once more here, then closed.
         close_about(state, SignalType.HANDOFF, task_id, sess)
         brief = task.public()
-    notes = [n.model_dump() for n in task.notes]
+    notes = [n.public() for n in task.notes]
     # Record the work in the tree, or say that what was recorded is gone.
     # The baseline's snapshot serves (a read of the tree a moment ago, as any record is)
     # unless handed-over changes were put into the tree since.
@@ -178,7 +181,7 @@ def start(ctx: Ctx, task_id: str, *, session: str | None, role: str) -> dict[str
         notes.insert(0, {"at": store.now(), "by": "hunkwise", "kind": "handoff",
                          "text": f"the handed-over changes from {placed[1]} were put into this "
                                  f"tree: {', '.join(placed[0]) or 'all were here already'}"})
-    return {"checkpoint": shown.model_dump() if shown else None, "task": brief, "session": sess,
+    return {"checkpoint": shown.public() if shown else None, "task": brief, "session": sess,
             "placed": placed[0] if placed is not None else None,
             "signals": sigs, "expect": task.expect, "notes": notes,
             "lost": {"paths": lost.paths, "restore": f"coord restore {task_id}"} if lost else None}
@@ -292,9 +295,9 @@ def _proposed(task: Task, message: str | None, summary: str) -> ProposedCommit:
     return ProposedCommit(subject=subject.strip()[:1000] or task.id, body=body.strip())
 
 
-def _report(ctx: Ctx, task_id: str, *, status: str, session: str | None, summary: str,
+def _report(ctx: Ctx, task_id: str, *, status: ReportStatus, session: str | None, summary: str,
             unfinished: list[str], message: str | None, reason: str | None,
-            run: bool) -> dict[str, Any]:
+            run: bool) -> DeliverResult:
     """Check, compute the task's own changes, deliver the report atomically.
 
     The state lock is held twice, each time only to read, re-check and write the state:
@@ -350,8 +353,8 @@ def _report(ctx: Ctx, task_id: str, *, status: str, session: str | None, summary
     # took it meanwhile (checked under the lock below).
     revision = task.revision + 1
     ref = f"{recovery.SNAPSHOT_REFS}/{task_id}/r{revision}"
-    report = Report(
-        schema_version=1, task_id=task_id, status=cast(ReportStatus, status),
+    report = WorkReport(
+        schema_version=1, task_id=task_id, status=status,
         session=sess, created_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds"),
         base_commit=tv.snap.head, title=task.title, expect=task.expect, summary=summary,
         changes=entries, patch_sha256=patch_digest(entries), snapshot=tv.snap.tree,
@@ -405,7 +408,7 @@ def _report(ctx: Ctx, task_id: str, *, status: str, session: str | None, summary
             "status": status, "file": str(path), "changes": len(entries),
             "hunks": sum(len(e.hunks) for e in entries),
             "checks_passed": sum(1 for c in checks if c.passed), "checks_total": len(checks),
-            "overlaps": [o.model_dump() for o in overlaps]}}
+            "overlaps": [o.public() for o in overlaps]}}
 
 
 def _conflict_ids(tv: Any, task: Task) -> list[tuple[str, str]]:
@@ -457,12 +460,13 @@ def _unclaimable(tv: Any, task: Task, sel: Any) -> list[str]:
 
 
 def done(ctx: Ctx, task_id: str, *, session: str | None, summary: str, unfinished: list[str],
-         message: str | None, run_checks: bool) -> dict[str, Any]:
+         message: str | None, run_checks: bool) -> DeliverResult:
     return _report(ctx, task_id, status="done", session=session, summary=summary,
                    unfinished=unfinished, message=message, reason=None, run=run_checks)
 
 
-def stopped(ctx: Ctx, task_id: str, *, status: str, session: str | None, reason: str) -> dict[str, Any]:
+def stopped(ctx: Ctx, task_id: str, *, status: ReportStatus, session: str | None,
+            reason: str) -> DeliverResult:
     if not reason.strip():
         raise UsageError("--reason must say why")
     return _report(ctx, task_id, status=status, session=session, summary="", unfinished=[],

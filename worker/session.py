@@ -23,12 +23,12 @@ from hunkwise.shared.context import (
 from hunkwise.shared.errors import StateRefused, UsageError
 from hunkwise.shared.handover import HANDOFF_REFS, record_edits
 from hunkwise.shared.models import (
+    AuditVerdict,
     Checkpoint,
     Decision,
     DecisionKind,
     Handover,
     ProposedCommit,
-    Report,
     Saved,
     Signal,
     SignalType,
@@ -55,16 +55,13 @@ from hunkwise.shared.tree import active_tasks, view
 if TYPE_CHECKING:
     from hunkwise.shared.results import (
         AskResult,
-        CheckpointDoc,
         CheckpointResult,
-        DecisionDoc,
         HandoffResult,
         HeartbeatResult,
         Recorded,
         SessionResult,
         SignalDoc,
         SignalResult,
-        TaskDoc,
         VerdictResult,
         WorkerSignalsResult,
     )
@@ -94,7 +91,7 @@ def open_session(ctx: Ctx, *, session: str | None, role: str | None) -> SessionR
             assert role is not None
             s = new_session(state, role)
         state.sessions[s] = store.now()
-        sigs = [cast("SignalDoc", sig.public()) for sig in pending_for(state, s)]
+        sigs = [sig.public() for sig in pending_for(state, s)]
     return {"task": None, "session": s, "role": session_role(s), "checkpoint": None,
             "signals": sigs, "notes": []}
 
@@ -185,8 +182,8 @@ def checkpoint(ctx: Ctx, task_id: str, *, session: str | None, next_step: str,
         sig = send(state, sender=s, to=s, kind=SignalType.CHECKPOINT, about=task_id, payload=next_step)
         if task.claim:
             task.claim = task.claim.model_copy(update={"heartbeat": cp.at})
-    return {"checkpoint": cast("CheckpointDoc", cp.model_dump()),
-            "signal": cast("SignalDoc", sig.public()), **_recorded(ctx, [task_id])}
+    return {"checkpoint": cp.public(),
+            "signal": sig.public(), **_recorded(ctx, [task_id])}
 
 
 def handoff(ctx: Ctx, task_id: str, *, session: str | None, to: str, next_step: str,
@@ -212,8 +209,8 @@ def handoff(ctx: Ctx, task_id: str, *, session: str | None, to: str, next_step: 
             # Its edits stay in this tree; the report that comes back replaces them.
             task.handover = Handover(machine=away or "*", held=saved)
         task.updated_at = now
-    return {"handoff": cast("CheckpointDoc", cp.model_dump()),
-            "signal": cast("SignalDoc", sig.public()), "task": cast("TaskDoc", task.public()),
+    return {"handoff": cp.public(),
+            "signal": sig.public(), "task": task.public(),
             **lost}
 
 
@@ -225,7 +222,7 @@ def signal(ctx: Ctx, *, session: str | None, to: str, kind: str, about: str,
         touch(state, s)
         sig = send(state, sender=s, to=to, kind=t, about=about, payload=payload)
         held = recovery.held_by(state, s)
-    return {"signal": cast("SignalDoc", sig.public()), **_recorded(ctx, held)}
+    return {"signal": sig.public(), **_recorded(ctx, held)}
 
 
 def signals(ctx: Ctx, *, session: str | None, do_ack: bool,
@@ -235,7 +232,7 @@ def signals(ctx: Ctx, *, session: str | None, do_ack: bool,
     s = _need_session(session)
     with store.transaction(ctx.lay) as state:
         mine = pending_for(state, s)
-        out = [cast("SignalDoc", sig.public()) for sig in mine]
+        out = [sig.public() for sig in mine]
         if everything:
             out = [_as_seen(sig, s) for sig in state.signals if seen_by(sig, s)]
         if do_ack:
@@ -251,7 +248,7 @@ def signals(ctx: Ctx, *, session: str | None, do_ack: bool,
 
 def _as_seen(sig: Signal, session: str) -> SignalDoc:
     """A signal as this session sees it: delivered once it acknowledged it."""
-    d = cast("SignalDoc", sig.public())
+    d = sig.public()
     if session in sig.acked_by:
         d["state"] = "delivered"
     return d
@@ -286,7 +283,7 @@ def review(ctx: Ctx, task_id: str, *, session: str | None, verdict: str, notes: 
         # so it never supersedes the work report it is about.
         rev = max(task.revision, 1)
         head = git.head(ctx.repo)
-        report = Report(
+        report = AuditVerdict(
             schema_version=1, task_id=task_id, status="done", session=s,
             created_at=dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds"),
             base_commit=head, title=task.title, expect=task.expect, summary=notes,
@@ -340,4 +337,4 @@ def ask(ctx: Ctx, task_id: str, *, session: str | None, question: str, kind: str
         send(state, sender=s, to="supervisor@*", kind=SignalType.DECISION, about=dec.id,
              payload=question)
         held = recovery.held_by(state, s)
-    return {"decision": cast("DecisionDoc", dec.model_dump()), **_recorded(ctx, held)}
+    return {"decision": dec.public(), **_recorded(ctx, held)}
