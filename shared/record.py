@@ -28,6 +28,7 @@ from typing import Any, ClassVar, Generic, TypeVar, dataclass_transform
 from .errors import UsageError
 
 R = TypeVar("R", bound="Record")
+_CLASSVAR = re.compile(r"^\s*(?:typing\.)?ClassVar\b")
 D = TypeVar("D")
 Reader = Callable[[Any], Any]
 
@@ -59,14 +60,25 @@ class Constraint:
     check: Callable[[Any], Any] | None = None
 
 
-def F(default: Any = dataclasses.MISSING, *, default_factory: Any = dataclasses.MISSING,
+MISSING: Any = dataclasses.MISSING
+
+
+class _Spec:
+    """A field as its class declares it: default or factory, limits, JSON name."""
+
+    __slots__ = ("default", "factory", "con", "key")
+
+    def __init__(self, default: Any, factory: Any, con: Constraint | None, key: str | None) -> None:
+        self.default, self.factory, self.con, self.key = default, factory, con, key
+
+
+def F(default: Any = MISSING, *, default_factory: Any = MISSING,
       key: str | None = None, max_length: int | None = None, min_length: int | None = None,
       ge: float | None = None, gt: float | None = None, le: float | None = None,
       pattern: str | None = None, check: Callable[[Any], Any] | None = None) -> Any:
     """A field with limits; `key` is its name in JSON when that differs (a keyword)."""
     con = Constraint(max_length, min_length, ge, gt, le, pattern, check)
-    meta = {"con": con, "key": key}
-    return dataclasses.field(default=default, default_factory=default_factory, metadata=meta)
+    return _Spec(default, default_factory, con, key)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,19 +91,56 @@ class _Field:
     factory: Any
 
 
-@dataclass_transform(kw_only_default=True, field_specifiers=(F, dataclasses.field))
+@dataclass_transform(kw_only_default=True, field_specifiers=(F,))
 class Record:
-    """Subclasses become keyword-only dataclasses checked on construction."""
+    """Subclasses take their fields, as a keyword-only dataclass would, from their
+    annotations (after their bases' fields, in order), and are checked on construction.
+
+    Nothing is generated per class: one `__init__`, equality and repr serve every record
+    (generating methods costs an exec each at import, paid by every command)."""
 
     _fields: ClassVar[tuple[_Field, ...] | None] = None
+    _decl: ClassVar[tuple[tuple[str, _Spec], ...]] = ()
 
     def __init_subclass__(cls, *, init: bool = True, **kw: Any) -> None:
         super().__init_subclass__(**kw)
         cls._fields = None
-        # Only __init__ is generated per class (each generated method costs an exec at
-        # import), and not even that for a class that only holds the fields its kinds
-        # share (`init=False`); equality and repr are the same for every record, below.
-        dataclasses.dataclass(kw_only=True, eq=False, repr=False, init=init)(cls)
+        # `init=False` (a class only holding the fields its kinds share) is accepted for
+        # the type checker's sake: such a class is never built.
+        declared: dict[str, _Spec] = {}
+        for base in cls.__mro__[-1:0:-1]:
+            declared.update(base.__dict__.get("_decl", ()))
+        for name, note in cls.__dict__.get("__annotations__", {}).items():
+            if _CLASSVAR.match(note if isinstance(note, str) else repr(note)):
+                continue
+            value = cls.__dict__.get(name, MISSING)
+            spec = value if isinstance(value, _Spec) else _Spec(value, MISSING, None, None)
+            if isinstance(spec.default, list | dict | set):
+                raise ValueError(f"{cls.__name__}.{name}: a mutable default; use default_factory")
+            declared[name] = spec
+            if isinstance(value, _Spec):  # the class attribute holds the default, as in a dataclass
+                if spec.default is MISSING:
+                    delattr(cls, name)
+                else:
+                    setattr(cls, name, spec.default)
+        cls._decl = tuple(declared.items())
+
+    def __init__(self, **values: Any) -> None:
+        mine = self.__dict__
+        for name, spec in self._decl:
+            if name in values:
+                mine[name] = values.pop(name)
+            elif spec.default is not MISSING:
+                mine[name] = spec.default
+            elif spec.factory is not MISSING:
+                mine[name] = spec.factory()
+            else:
+                raise TypeError(f"{type(self).__name__}() missing required keyword argument: "
+                                f"{name!r}")
+        if values:
+            raise TypeError(f"{type(self).__name__}() got an unexpected keyword argument "
+                            f"{next(iter(values))!r}")
+        self.__post_init__()
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
@@ -130,7 +179,9 @@ class Record:
     def model_copy(self, *, update: dict[str, Any] | None = None) -> typing.Self:
         """A shallow copy with some fields replaced (and checked): `update` maps any of the
         record's field names to a value, checked as the field's type on construction."""
-        return typing.cast(typing.Self, dataclasses.replace(typing.cast(Any, self), **(update or {})))
+        values = {name: self.__dict__[name] for name, _spec in self._decl}
+        values.update(update or {})
+        return type(self)(**values)
 
 
 class Public(Generic[D]):
@@ -161,11 +212,10 @@ def _plan(cls: type[Record]) -> tuple[_Field, ...]:
     if cls.__dict__.get("_fields") is None:
         hints = typing.get_type_hints(cls, include_extras=True)
         out = []
-        for f in dataclasses.fields(typing.cast(Any, cls)):
-            con = f.metadata.get("con")
-            required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-            out.append(_Field(f.name, f.metadata.get("key") or f.name, _compile(hints[f.name], con),
-                              required, f.default, f.default_factory))
+        for name, spec in cls._decl:
+            required = spec.default is MISSING and spec.factory is MISSING
+            out.append(_Field(name, spec.key or name, _compile(hints[name], spec.con),
+                              required, spec.default, spec.factory))
         cls._fields = tuple(out)
     return typing.cast(tuple[_Field, ...], cls._fields)
 
@@ -192,7 +242,7 @@ def _reader_of(cls: type[Record]) -> Reader:
             elif f.required:
                 raise RecordError("missing", (f.key,))
             else:
-                values[f.name] = f.factory() if f.default is dataclasses.MISSING else f.default
+                values[f.name] = f.factory() if f.default is MISSING else f.default
                 continue
             try:
                 values[f.name] = f.read(raw)
