@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import tomllib
 from pathlib import Path
 
 from .errors import UsageError
@@ -90,6 +89,8 @@ def _line_of(text: str, loc: tuple[object, ...]) -> int | None:
 
 
 def parse(text: str, where: str = "coord.toml") -> Config:
+    import tomllib  # only where a coord.toml is committed
+
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
