@@ -8,6 +8,7 @@ environment: no prompts, C locale, and no user configuration that changes what d
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -113,10 +114,79 @@ _DIRS: dict[str, _Dirs] = {}
 _LAST_FORMAT = ["sha1"]
 
 
+def _plain_repo(start: Path) -> _Dirs | None:
+    """The repository holding `start` found without a git process, where that is sure to
+    find what `git rev-parse` would: a main working tree with a `.git` directory this user
+    owns, whose config (no includes) sets no `core.worktree` or `core.bare`. Anything else
+    (a linked worktree or submodule's `.git` file, GIT_CEILING_DIRECTORIES, a repository
+    another user owns, which git's safe.directory rule judges) is left to git."""
+    if os.environ.get("GIT_CEILING_DIRECTORIES") or \
+            os.environ.get("GIT_DISCOVERY_ACROSS_FILESYSTEM"):
+        return None
+    here = Path(os.path.realpath(start))
+    for top in (here, *here.parents):
+        dot = top / ".git"
+        try:
+            st = os.lstat(dot)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except OSError:
+            return None
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or \
+                not (dot / "HEAD").is_file() or not (dot / "objects").is_dir() or \
+                not (dot / "refs").is_dir() or (dot / "commondir").exists():
+            return None
+        fmt = _object_format_of(dot / "config")
+        return None if fmt is None else _Dirs(top, dot, dot, fmt)
+    return None
+
+
+def _object_format_of(config: Path) -> str | None:
+    """`extensions.objectFormat` of a repository's own config (sha1 when unset); None when
+    the config may say more than this reads: an include, a work tree set elsewhere, bare,
+    or a line shaped otherwise than `[section]` / `key = value`."""
+    try:
+        text = config.read_text("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    fmt, section = "sha1", ""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line[0] in "#;":
+            continue
+        if line.endswith("\\"):
+            return None  # a continued value
+        if line.startswith("["):
+            if not line.endswith("]"):
+                return None  # a key on the header's line
+            section = line[1:-1].strip().lower()
+            if section.startswith("include"):
+                return None
+            continue
+        key, eq, value = line.partition("=")
+        key = key.strip().lower()
+        value = value.split("#")[0].split(";")[0].strip().strip('"').lower()
+        if section == "core" and (key == "worktree" or key == "bare" and
+                                  (not eq or value not in ("false", "no", "off", "0"))):
+            return None
+        if section == "extensions":
+            if key != "objectformat":
+                return None  # worktreeConfig, refStorage...: git knows what they imply
+            fmt = value
+    return fmt if fmt in HEX_LENGTHS else None
+
+
 def _dirs(start: Path) -> _Dirs:
-    """Top level, common dir, git dir and object format with one rev-parse, cached per process."""
+    """Top level, common dir, git dir and object format, cached per process: found by
+    `_plain_repo` where it can, else with one rev-parse."""
     key = str(start)
     if key not in _DIRS:
+        plain = _plain_repo(start)
+        if plain is not None:
+            _DIRS[key] = plain
+            _DIRS.setdefault(str(plain.top), plain)
+            _LAST_FORMAT[0] = plain.object_format
+            return plain
         rc, out = run_rc(start, "rev-parse", "--show-toplevel", "--git-common-dir",
                          "--absolute-git-dir", "--show-object-format")
         lines = out.split(b"\n")
