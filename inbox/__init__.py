@@ -10,7 +10,9 @@ from .maildir import (
     drop,
     entries,
     find_task_reports,
+    link,
     publish,
+    published,
     quarantine,
     read_report,
     reports_by_task,
@@ -21,5 +23,5 @@ from .maildir import (
 )
 
 __all__ = ["Entry", "MAX_REPORT_BYTES", "Staged", "adopt", "archive", "deliver", "drop", "entries",
-           "find_task_reports", "publish", "quarantine", "read_report", "reports_by_task",
+           "find_task_reports", "link", "publish", "published", "quarantine", "read_report", "reports_by_task",
            "retire", "stage", "sweep_tmp", "take"]

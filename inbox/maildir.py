@@ -120,15 +120,28 @@ def stage(inbox: Path, payload: bytes, task_id: str, revision: int, *,
 def publish(staged: Staged) -> Path:
     """Link a staged report into `new/` (a link never overwrites a name, a rename could),
     make the link durable, drop the `tmp/` name and the lock."""
-    final = staged.inbox / "new" / staged.name
     try:
-        os.link(staged.path, final)
+        final = link(staged)
         fsync_dir(staged.inbox / "new")
     finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(staged.path)
-        os.close(staged.fd)
+        drop(staged)
     return final
+
+
+def link(staged: Staged) -> Path:
+    """Link a staged report into `new/`, nothing more: cheap enough to do under the state
+    lock, so the report appears with the state that records it. `published` follows."""
+    final = staged.inbox / "new" / staged.name
+    os.link(staged.path, final)
+    return final
+
+
+def published(staged: Staged) -> None:
+    """After `link`: make the link durable, drop the `tmp/` name and the lock."""
+    try:
+        fsync_dir(staged.inbox / "new")
+    finally:
+        drop(staged)
 
 
 def drop(staged: Staged) -> None:

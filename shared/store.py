@@ -132,6 +132,20 @@ def load(lay: Layout) -> State:
     return _load(lay)[0]
 
 
+def read(lay: Layout) -> tuple[State, bytes]:
+    """The state and the bytes it was read from, without the lock: a command that prepares
+    its change outside the lock checks under it that `state_bytes` are still these."""
+    return _load(lay)
+
+
+def state_bytes(lay: Layout) -> bytes:
+    """The state file's bytes (empty when there is no state yet)."""
+    try:
+        return lay.state_file.read_bytes()
+    except FileNotFoundError:
+        return b""
+
+
 def _load(lay: Layout) -> tuple[State, bytes]:
     """The state and the bytes it was read from (empty when there is no state yet)."""
     try:

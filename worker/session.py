@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING, cast
 
 from hunkwise import inbox
@@ -263,44 +264,63 @@ def review(ctx: Ctx, task_id: str, *, session: str | None, verdict: str, notes: 
     on the command line approves nothing.
     """
     given = session or env_session()
-    s = check_session(given) if given else None
+    s0 = check_session(given) if given else None
     if verdict not in ("approve", "changes"):
         raise UsageError("--verdict is approve or changes")
-    with store.locked(ctx.lay):
-        state = store.load(ctx.lay)
+    # Everything is read and the verdict written (and fsynced) in tmp/ before the lock;
+    # under it, only the state is checked unchanged, the verdict linked into new/ and the
+    # state saved. A state that changed meanwhile means reading it again.
+    for _attempt in range(20):
+        state, read = store.read(ctx.lay)
         task = get_task(state, task_id)
         refuse_if_frozen(state, f"worker review {task_id}")
-        role = session_role(s) if s is not None else (role or "review")
+        role = session_role(s0) if s0 is not None else (role or "review")
         if role not in task.audit:
             asked = ", ".join(sorted(task.audit)) or "none"
             raise StateRefused(f"{task_id} asks no audit of role {role!r} (asked: {asked})")
-        if s is None:
-            s = new_session(state, role)
+        s = s0 if s0 is not None else new_session(state, role)
+        if s0 is None:
             state.sessions[s] = store.now()
         _may_judge(ctx, state, task, s, role)
-        touch(state, s)
         # A verdict is not a new revision of the work: it shares the work's revision number,
         # so it never supersedes the work report it is about.
         rev = max(task.revision, 1)
-        head = git.head(ctx.repo)
         report = AuditVerdict(
             schema_version=1, task_id=task_id, status="done", session=s,
             created_at=dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds"),
-            base_commit=head, title=task.title, expect=task.expect, summary=notes,
-            changes=[], patch_sha256="0" * 64, snapshot="", revision=rev,
+            base_commit=git.head(ctx.repo), title=task.title, expect=task.expect,
+            summary=notes, changes=[], patch_sha256="0" * 64, snapshot="", revision=rev,
             report_id=f"rev-{task_id}-r{rev}-{role}-{os.urandom(4).hex()}", checks=[],
             overlaps=[], unfinished=[], proposed_commit=ProposedCommit(subject=f"{role}: {verdict}"),
             kind="review", role=role, verdict=cast(Verdict, verdict))
-        path = inbox.deliver(ctx.lay.inbox, report.model_dump_json().encode(), task_id, rev)
-        task.audit[role] = "approved" if verdict == "approve" else "changes"
-        # The request it answers is closed: for this session, and for its role.
-        close_about(state, SignalType.READY_FOR_REVIEW, task_id, s,
-                    lambda sig: addressed_to(sig, s) or sig.to.partition("@")[0] == role)
-        send(state, sender=s, to="coordinator@*", kind=SignalType.REVIEWED, about=task_id,
-             payload=f"{role}: {verdict}: {notes}")
-        store.save(ctx.lay, state)
-    return {"task": task_id, "session": s, "role": role, "verdict": verdict, "file": str(path),
-            "audit": dict(task.audit)}
+        staged = inbox.stage(ctx.lay.inbox, report.model_dump_json().encode(), task_id, rev,
+                             lasting=False)
+        try:
+            with store.locked(ctx.lay):
+                if store.state_bytes(ctx.lay) != read:
+                    inbox.drop(staged)
+                    continue
+                path = inbox.link(staged)
+                touch(state, s)
+                task.audit[role] = "approved" if verdict == "approve" else "changes"
+                # The request it answers is closed: for this session, and for its role.
+                close_about(state, SignalType.READY_FOR_REVIEW, task_id, s,
+                            _answered_by(s, role))
+                send(state, sender=s, to="coordinator@*", kind=SignalType.REVIEWED,
+                     about=task_id, payload=f"{role}: {verdict}: {notes}")
+                store.save(ctx.lay, state)
+        except BaseException:
+            inbox.drop(staged)
+            raise
+        inbox.published(staged)
+        return {"task": task_id, "session": s, "role": role, "verdict": verdict,
+                "file": str(path), "audit": dict(task.audit)}
+    raise StateRefused(f"the state kept changing while {task_id}'s verdict was written; retry")
+
+
+def _answered_by(s: str, role: str) -> Callable[[Signal], bool]:
+    """The requests a verdict of session `s` in `role` answers: its own, and its role's."""
+    return lambda sig: addressed_to(sig, s) or sig.to.partition("@")[0] == role
 
 
 def _may_judge(ctx: Ctx, state: State, task: Task, s: str, role: str) -> None:

@@ -1,0 +1,67 @@
+"""`worker review` prepares its verdict outside the state lock: under it, the state is
+checked unchanged, the verdict linked into the inbox and the state saved."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hunkwise.shared import store
+
+BUILD = "sess-20260101-0900-build@box"
+
+
+def ok(r: Any) -> Any:
+    assert r.code == 0, (r.code, r.stdout, r.stderr)
+    return r.doc
+
+
+def audited(make_repo: Any, coord: Any, worker: Any) -> Path:
+    repo = make_repo({"f.txt": "".join(f"line {i}\n" for i in range(1, 6))})
+    ok(coord(repo, "assign", "A", "--title", "Greet", "--expect", "hello", "--write", "f.txt"))
+    ok(coord(repo, "audit", "A", "--roles", "review"))
+    ok(worker(repo, "start", "A", session=BUILD))
+    (repo / "f.txt").write_text("line 1\nhello\nline 3\nline 4\nline 5\n")
+    ok(worker(repo, "done", "A", session=BUILD))
+    return repo
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="names fsynced files by /proc")
+def test_a_verdict_holds_the_state_lock_for_the_state_alone(
+        make_repo: Any, coord: Any, worker: Any, under_lock: list[str]) -> None:
+    repo = audited(make_repo, coord, worker)
+    under_lock.clear()
+    doc = ok(worker(repo, "review", "A", "--verdict", "approve", "--notes", "fine"))
+    assert under_lock.count("hold") == 1
+    assert [s for s in under_lock if s != "hold"] == []
+    assert doc["audit"] == {"review": "approved"} and Path(doc["file"]).parent.name == "new"
+    assert list((repo / ".git" / "coord" / "inbox" / "tmp").iterdir()) == []
+
+
+def test_a_state_changed_while_the_verdict_was_written_is_read_again(
+        make_repo: Any, coord: Any, worker: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another command saves the state between the verdict's preparation and its lock: the
+    verdict is prepared again from the new state, and what the other command wrote stays."""
+    repo = audited(make_repo, coord, worker)
+    real_locked = store.locked
+    raced: list[str] = []
+
+    def locked(lay: Any, *a: Any, **k: Any) -> Any:
+        if not raced and k.get("name", "lock") == "lock" and not a:
+            raced.append("x")
+            ok(worker(repo, "signal", "--to", "coordinator@*", "--type", "BLOCKED_ON", "--about", "A",
+                      "--payload", "meanwhile", session=BUILD))
+        return real_locked(lay, *a, **k)
+
+    monkeypatch.setattr(store, "locked", locked)
+    doc = ok(worker(repo, "review", "A", "--verdict", "changes", "--notes", "rename"))
+    monkeypatch.undo()
+    assert raced and doc["audit"] == {"review": "changes"}
+    state = json.loads((repo / ".git" / "coord" / "state.json").read_bytes())
+    payloads = [s["payload"] for s in state["signals"]]
+    assert "meanwhile" in payloads and "review: changes: rename" in payloads
+    verdicts = list((repo / ".git" / "coord" / "inbox" / "new").iterdir())
+    assert len([v for v in verdicts if '"kind":"review"' in v.read_text()]) == 1
+    assert list((repo / ".git" / "coord" / "inbox" / "tmp").iterdir()) == []
