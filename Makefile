@@ -33,7 +33,7 @@ bench-board: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/pip install --quiet --disable-pip-version-check --config-settings editable_mode=strict -e '.[test,lint]'
-	$(BIN)/ruff check shared inbox coordinator worker tests --select E,F,W,B,I --ignore E501
+	$(BIN)/ruff check shared inbox coordinator worker tests testing --select E,F,W,B,I,TID251 --ignore E501
 	$(BIN)/mypy
 
 clean:

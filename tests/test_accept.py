@@ -12,23 +12,16 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import BIN, Result, git, git_bytes, numbered, set_line, wait_until, write
-
-MakeRepo = Callable[..., Path]
-Cli = Callable[..., Result]
-
+from testing.cli import Cli, error_message, ok
+from testing.env import BIN
+from testing.repo import MakeRepo, git, git_bytes, numbered, set_line, write
+from testing.wait import wait_until
 
 # ---- helpers ----------------------------------------------------------------------------
-
-def ok(r: Result) -> dict:
-    assert r.code == 0, f"exit {r.code}\nstdout: {r.stdout}\nstderr: {r.stderr}"
-    return r.doc
-
 
 def assign(coord: Cli, repo: Path, tid: str, *grants: str, checks: tuple[str, ...] = ()) -> dict:
     args = ["assign", tid, "--title", f"title of {tid}", "--expect", f"{tid} works"]
@@ -124,10 +117,6 @@ def lines_with(base: str, **changes: str) -> bytes:
 def task_doc(coord: Cli, repo: Path, tid: str) -> dict:
     tasks = {t["id"]: t for t in ok(coord(repo, "status"))["tasks"]}
     return tasks[tid]
-
-
-def error_message(r: Result) -> str:
-    return r.doc["error"]["message"]
 
 
 def finding_codes(coord: Cli, repo: Path, tid: str) -> set[str]:

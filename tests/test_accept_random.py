@@ -34,17 +34,14 @@ import os
 import random
 import re
 import subprocess
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import Result, git, git_bytes, write
-
-MakeRepo = Callable[..., Path]
-Cli = Callable[..., Result]
+from testing.cli import Cli
+from testing.repo import MakeRepo, git, git_bytes, write
 
 # Lines that repeat inside the files. Text a task adds never comes from this list or
 # from any original line (see the module docstring), but may repeat between tasks, so

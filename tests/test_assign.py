@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Result, git, numbered, run_cli, set_line, write
+from testing.cli import Result, ok, run_cli
+from testing.repo import MakeRepo, git, numbered, set_line, write
 
-MakeRepo = Callable[..., Path]
 Coord = Callable[..., Result]
 
 TASK_KEYS = {"id", "title", "expect", "state", "batch", "grants", "checks", "session"}
@@ -37,11 +37,6 @@ def assign(coord: Coord, repo: Path, *writes: str, tid: str | None = None,
     for w in writes:
         args += ["--write", w]
     return coord(repo, *args, *extra, **kw)
-
-
-def ok(r: Result) -> Any:
-    assert r.code == 0, f"exit {r.code}: {r.stdout}{r.stderr}"
-    return r.doc
 
 
 def refused(r: Result, code: int) -> str:

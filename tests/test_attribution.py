@@ -10,14 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.conftest import Result, git, git_bytes, write
+from testing.cli import Result, ok
+from testing.repo import git, git_bytes, write
 
 F_AND_G = "def f():\n    return 1\n\n\ndef g():\n    return 2\n"
-
-
-def ok(r: Result) -> dict:
-    assert r.code == 0, f"exit {r.code}\n{r.stdout}\n{r.stderr}"
-    return r.doc
 
 
 def err(r: Result) -> str:

@@ -18,17 +18,15 @@ from typing import Any
 import pytest
 from hunkwise.shared.context import open_repo
 
-from tests.conftest import BIN, Lines, Result, age_claims, numbered, wait_until
+from testing.cli import Cli, ok
+from testing.env import BIN
+from testing.repo import numbered
+from testing.state import age_claims
+from testing.wait import Lines, wait_until
 
-Cli = Callable[..., Result]
 A = "sess-20260101-0900-worker@box-a"
 B = "sess-20260101-0901-worker@box-b"
 EVIL = '<img src=x onerror="alert(1)">&<script>alert(2)</script>'
-
-
-def ok(r: Result) -> Any:
-    assert r.code == 0, f"exit {r.code}\nstdout: {r.stdout}\nstderr: {r.stderr}"
-    return r.doc
 
 
 def request(url: str, *, data: bytes | None = None, headers: dict[str, str] | None = None,

@@ -20,7 +20,9 @@ from typing import Any
 import pytest
 from hunkwise.shared.context import open_repo
 
-from tests.conftest import Result, age_claims, numbered
+from testing.cli import Cli, ok
+from testing.repo import numbered
+from testing.state import age_claims
 
 CHROMIUM = os.environ.get("HUNKWISE_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 # Chromium on a machine with no outside network: no background connections, no first-run
@@ -48,15 +50,9 @@ if _why:
 
 from playwright.sync_api import Browser, ConsoleMessage, Page, expect, sync_playwright  # noqa: E402
 
-Cli = Callable[..., Result]
 A = "sess-20260101-0900-worker@box-a"
 B = "sess-20260101-0901-worker@box-b"
 EVIL = '<img src=x onerror="alert(1)">&<script>alert(2)</script>'
-
-
-def ok(r: Result) -> Any:
-    assert r.code == 0, f"exit {r.code}\nstdout: {r.stdout}\nstderr: {r.stderr}"
-    return r.doc
 
 
 @pytest.fixture(scope="module")

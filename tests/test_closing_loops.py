@@ -5,17 +5,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tests.conftest import Result, age_claims, git, numbered, write
+from testing.cli import ok
+from testing.repo import git, numbered, write
+from testing.state import age_claims
 
 COORD = "sess-20260101-0800-coordinator@desk"
 W1 = "sess-20260101-0900-build@desk"
 W2 = "sess-20260101-0901-build@laptop"
 REVIEW = "sess-20260101-0902-review@laptop"
-
-
-def ok(r: Result) -> dict:
-    assert r.code == 0, f"exit {r.code}\n{r.stdout}\n{r.stderr}"
-    return r.doc
 
 
 def signal(worker, repo: Path, sender: str, to: str, about: str = "t1") -> str:

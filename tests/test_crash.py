@@ -11,15 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import git, numbered, run_cli, set_line
+from testing.cli import ok, run_cli
+from testing.repo import git, numbered, set_line
 
 STEPS = ["accept-planned", "accept-journal", "accept-recheck", "accept-head-moved",
          "accept-state-saved", "accept-index-reset", "accept-finished"]
-
-
-def ok(r):  # type: ignore[no-untyped-def]
-    assert r.code == 0, f"exit {r.code}\nstdout: {r.stdout}\nstderr: {r.stderr}"
-    return r.doc
 
 
 def _state(repo: Path, tid: str) -> str:

@@ -11,7 +11,6 @@ import json
 import os
 import subprocess
 import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,16 +18,11 @@ import pytest
 from hunkwise.inbox import maildir
 from hunkwise.shared import store
 
-from tests.conftest import BIN, Result, git, numbered, run_cli, set_line
+from testing.cli import Cli, ok, run_cli
+from testing.env import BIN
+from testing.repo import MakeRepo, git, numbered, set_line
 
-MakeRepo = Callable[..., Path]
-Cli = Callable[..., Result]
 STEPS = ["worker-staged", "worker-recorded", "worker-delivered"]
-
-
-def ok(r: Result) -> Any:
-    assert r.code == 0, f"exit {r.code}\nstdout: {r.stdout}\nstderr: {r.stderr}"
-    return r.doc
 
 
 def inbox_files(repo: Path, *folders: str) -> list[Path]:

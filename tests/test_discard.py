@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import git, git_bytes, numbered, set_line, write
+from testing.repo import git, git_bytes, numbered, set_line, write
 
 
 def _assign(coord, repo: Path, tid: str, *grants: str) -> None:

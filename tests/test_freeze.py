@@ -18,48 +18,23 @@ import subprocess
 import sys
 import time
 import xml.etree.ElementTree as ET
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import BIN, Result, git, numbered, wait_until, write
-
-MakeRepo = Callable[..., Path]
-Cli = Callable[..., Result]
+from testing.cli import Cli, Result, error_message, succeeded
+from testing.env import BIN
+from testing.project import FAILING_CHECK, project, verify_toml
+from testing.repo import MakeRepo, git, numbered, write
+from testing.wait import wait_until
 
 FREEZER = "sess-20260101-0900-release@ci"
 W1 = "sess-20260101-0900-worker@box1"
 W2 = "sess-20260101-0900-worker@box2"
 W3 = "sess-20260101-0900-worker@box3"
 
-PASSING_CHECK = "import sys\nsys.exit(0)\n"
-FAILING_CHECK = "import sys\nprint('the half-done edit breaks the build')\nsys.exit(1)\n"
-
-
 # ---- helpers --------------------------------------------------------------------------------
-
-def toml(commands: list[str], timeout: float | None = None) -> str:
-    # JSON string escapes are valid TOML basic-string escapes.
-    text = "[verify]\ncommands = [" + ", ".join(json.dumps(c) for c in commands) + "]\n"
-    if timeout is not None:
-        text += f"timeout_seconds = {timeout}\n"
-    return text
-
-
-def project(make_repo: MakeRepo, commands: list[str] | None = None, *,
-            timeout: float | None = None, files: dict[str, str] | None = None) -> Path:
-    """A repo with a passing check.py, app.txt, notes.txt and a coord.toml."""
-    base: dict[str, str | bytes] = {
-        "check.py": PASSING_CHECK,
-        "app.txt": numbered(10),
-        "notes.txt": "notes\n",
-        "coord.toml": toml(["python3 check.py"] if commands is None else commands, timeout),
-    }
-    base.update(files or {})
-    return make_repo(base)
-
 
 def inbox_new(repo: Path) -> int:
     new = repo / ".git" / "coord" / "inbox" / "new"
@@ -70,10 +45,6 @@ def states(coord: Cli, repo: Path) -> dict[str, dict[str, Any]]:
     r = coord(repo, "status")
     assert r.code == 0, r.stdout + r.stderr
     return {t["id"]: t for t in r.doc["tasks"]}
-
-
-def error_message(r: Result) -> str:
-    return str(r.doc["error"]["message"])
 
 
 def tree_digest(repo: Path) -> dict[str, str]:
@@ -110,15 +81,10 @@ def start(worker: Cli, repo: Path, tid: str, session: str) -> Result:
     return worker(repo, "start", tid, session=session)
 
 
-def ok(r: Result) -> Result:
-    assert r.code == 0, f"exit {r.code}: {r.stdout}{r.stderr}"
-    return r
-
-
 def deferred_edit_setup(coord: Cli, worker: Cli, repo: Path) -> None:
     """t1 is in progress and has left check.py failing in the shared tree."""
     assign(coord, repo, "t1", "check.py")
-    ok(start(worker, repo, "t1", W1))
+    succeeded(start(worker, repo, "t1", W1))
     write(repo, "check.py", FAILING_CHECK)
 
 
@@ -130,8 +96,8 @@ def test_freeze_refused_while_a_task_is_in_progress_lists_the_ids(
     assign(coord, repo, "t1", "check.py")
     assign(coord, repo, "t2", "app.txt")
     assign(coord, repo, "t3", "notes.txt")
-    ok(start(worker, repo, "t1", W1))
-    ok(start(worker, repo, "t3", W3))
+    succeeded(start(worker, repo, "t1", W1))
+    succeeded(start(worker, repo, "t3", W3))
 
     r = coord(repo, "freeze")
 
@@ -151,7 +117,7 @@ def test_freeze_defer_running_moves_tasks_to_next_batch_and_keeps_their_edits(
     assign(coord, repo, "t2", "app.txt")
     head = git(repo, "rev-parse", "HEAD").strip()
 
-    r = ok(coord(repo, "freeze", "--defer-running"))
+    r = succeeded(coord(repo, "freeze", "--defer-running"))
 
     fz = r.doc["freeze"]
     assert fz["commit"] == head
@@ -170,7 +136,7 @@ def test_freeze_defer_running_moves_tasks_to_next_batch_and_keeps_their_edits(
 
 def test_second_freeze_is_idempotent(make_repo: MakeRepo, coord: Cli) -> None:
     repo = project(make_repo)
-    first = ok(coord(repo, "freeze", session=FREEZER)).doc["freeze"]
+    first = succeeded(coord(repo, "freeze", session=FREEZER)).doc["freeze"]
     git(repo, "commit", "-q", "--allow-empty", "-m", "sneaked in")
 
     second = coord(repo, "freeze", session=W1)
@@ -191,10 +157,10 @@ def frozen_repo(make_repo: MakeRepo, coord: Cli, worker: Cli) -> tuple[Path, dic
     deferred_edit_setup(coord, worker, repo)
     assign(coord, repo, "t2", "app.txt")
     assign(coord, repo, "t3", "notes.txt")
-    ok(start(worker, repo, "t2", W2))
+    succeeded(start(worker, repo, "t2", W2))
     write(repo, "app.txt", numbered(10).replace("line 4\n", "line four\n"))
-    ok(worker(repo, "done", "t2", "--summary", "spelled out four", session=W2))
-    fz = ok(coord(repo, "freeze", "--defer-running", session=FREEZER)).doc["freeze"]
+    succeeded(worker(repo, "done", "t2", "--summary", "spelled out four", session=W2))
+    fz = succeeded(coord(repo, "freeze", "--defer-running", session=FREEZER)).doc["freeze"]
     return repo, fz
 
 
@@ -253,15 +219,15 @@ def test_accept_is_refused_while_frozen_and_commits_nothing(
     assert git(repo, "diff", "--cached", "--name-only") == ""
     assert states(coord, repo)["t2"]["state"] == "reported"
     # Thawed, the same report is accepted: the refusal was the freeze, not the report.
-    ok(coord(repo, "thaw"))
-    done = ok(coord(repo, "accept", "t2")).doc
+    succeeded(coord(repo, "thaw"))
+    done = succeeded(coord(repo, "accept", "t2")).doc
     assert done["paths"] == ["app.txt"]
 
 
 def test_assign_during_freeze_lands_in_next_batch_and_starts_only_after_thaw(
         make_repo: MakeRepo, coord: Cli, worker: Cli) -> None:
     repo = project(make_repo)
-    fz = ok(coord(repo, "freeze", session=FREEZER)).doc["freeze"]
+    fz = succeeded(coord(repo, "freeze", session=FREEZER)).doc["freeze"]
 
     t = assign(coord, repo, "t9", "notes.txt").doc["task"]
 
@@ -271,8 +237,8 @@ def test_assign_during_freeze_lands_in_next_batch_and_starts_only_after_thaw(
     assert refused.code == 3
     assert states(coord, repo)["t9"]["state"] == "assigned"
 
-    ok(coord(repo, "thaw"))
-    started = ok(start(worker, repo, "t9", W1)).doc
+    succeeded(coord(repo, "thaw"))
+    started = succeeded(start(worker, repo, "t9", W1)).doc
     assert started["task"]["state"] == "in_progress"
     assert started["task"]["batch"] == fz["batch"] + 1
 
@@ -286,7 +252,7 @@ def test_verify_passes_on_frozen_commit_despite_failing_edits_in_shared_tree(
     # Sanity: in the shared tree the check really fails.
     in_tree = subprocess.run([sys.executable, "check.py"], cwd=repo, capture_output=True)
     assert in_tree.returncode == 1
-    fz = ok(coord(repo, "freeze", "--defer-running")).doc["freeze"]
+    fz = succeeded(coord(repo, "freeze", "--defer-running")).doc["freeze"]
 
     r = coord(repo, "verify")
 
@@ -305,7 +271,7 @@ def test_verify_passes_on_frozen_commit_despite_failing_edits_in_shared_tree(
 def test_a_file_changed_during_the_freeze_fails_verify_until_undone(
         make_repo: MakeRepo, coord: Cli, change: str) -> None:
     repo = project(make_repo)
-    ok(coord(repo, "freeze"))
+    succeeded(coord(repo, "freeze"))
     original = (repo / "notes.txt").read_bytes()
     if change == "edit":
         write(repo, "notes.txt", "notes\nslipped in during the freeze\n")
@@ -333,7 +299,7 @@ def test_a_file_changed_during_the_freeze_fails_verify_until_undone(
 def test_ignored_build_output_written_during_the_freeze_does_not_fail_verify(
         make_repo: MakeRepo, coord: Cli) -> None:
     repo = project(make_repo, files={".gitignore": "build/\n"})
-    ok(coord(repo, "freeze"))
+    succeeded(coord(repo, "freeze"))
     write(repo, "build/out.bin", b"\0artifact")
 
     r = coord(repo, "verify")
@@ -343,7 +309,7 @@ def test_ignored_build_output_written_during_the_freeze_does_not_fail_verify(
 
 def test_a_plain_git_commit_during_the_freeze_fails_verify(make_repo: MakeRepo, coord: Cli) -> None:
     repo = project(make_repo)
-    fz = ok(coord(repo, "freeze")).doc["freeze"]
+    fz = succeeded(coord(repo, "freeze")).doc["freeze"]
     write(repo, "notes.txt", "committed behind the coordinator's back\n")
     git(repo, "commit", "-q", "-am", "sneaky")
     new_head = git(repo, "rev-parse", "HEAD").strip()
@@ -360,7 +326,7 @@ def test_staging_during_the_freeze_fails_verify(make_repo: MakeRepo, coord: Cli)
     repo = project(make_repo)
     # The new file exists before the freeze, so only the index changes afterwards.
     write(repo, "draft.txt", "draft\n")
-    ok(coord(repo, "freeze"))
+    succeeded(coord(repo, "freeze"))
     git(repo, "add", "draft.txt")
 
     r = coord(repo, "verify")
@@ -374,9 +340,9 @@ def test_staging_during_the_freeze_fails_verify(make_repo: MakeRepo, coord: Cli)
 def test_a_thaw_during_verify_fails_it(make_repo: MakeRepo, coord: Cli) -> None:
     repo = project(make_repo)
     thaw_cmd = f"{shlex.quote(str(BIN / 'coord'))} thaw --repo {shlex.quote(str(repo))}"
-    write(repo, "coord.toml", toml([thaw_cmd]))
+    write(repo, "coord.toml", verify_toml([thaw_cmd]))
     git(repo, "commit", "-q", "-am", "verify thaws")
-    ok(coord(repo, "freeze"))
+    succeeded(coord(repo, "freeze"))
 
     r = coord(repo, "verify")
 
@@ -389,9 +355,9 @@ def test_a_write_to_the_shared_tree_while_verify_runs_fails_it(
         make_repo: MakeRepo, coord: Cli) -> None:
     repo = project(make_repo)
     target = repo / "notes.txt"
-    write(repo, "coord.toml", toml([f"echo late >> {shlex.quote(str(target))}"]))
+    write(repo, "coord.toml", verify_toml([f"echo late >> {shlex.quote(str(target))}"]))
     git(repo, "commit", "-q", "-am", "verify writes to the shared tree")
-    ok(coord(repo, "freeze"))
+    succeeded(coord(repo, "freeze"))
 
     r = coord(repo, "verify")
 
@@ -403,7 +369,7 @@ def test_a_write_to_the_shared_tree_while_verify_runs_fails_it(
 
 def test_a_failing_verify_command_records_its_exit_code(make_repo: MakeRepo, coord: Cli) -> None:
     repo = project(make_repo, ["python3 check.py", "exit 7"])
-    ok(coord(repo, "freeze"))
+    succeeded(coord(repo, "freeze"))
 
     r = coord(repo, "verify")
 
@@ -421,7 +387,7 @@ def test_a_hanging_verify_command_times_out_cleanly_and_quickly(
     pidfile = tmp_path / "sleeper.pid"
     hang = f"sleep 30 & echo $! > {shlex.quote(str(pidfile))}; wait"
     repo = project(make_repo, [hang], timeout=1)
-    ok(coord(repo, "freeze"))
+    succeeded(coord(repo, "freeze"))
 
     t0 = time.monotonic()
     r = coord(repo, "verify", timeout=25)
@@ -450,7 +416,7 @@ def test_a_cancelled_verify_cleans_up_its_worktree_and_command(
     # CI cancels a job with SIGINT or SIGTERM; the shared repo must not keep the checkout.
     pidfile = tmp_path / "sleeper.pid"
     repo = project(make_repo, [f"sleep 30 & echo $! > {shlex.quote(str(pidfile))}; wait"])
-    ok(coord(repo, "freeze"))
+    succeeded(coord(repo, "freeze"))
     proc = subprocess.Popen([str(BIN / "coord"), "verify", "--json"], cwd=repo,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     pid = 0
@@ -500,7 +466,7 @@ def test_a_cancelled_verify_cleans_up_its_worktree_and_command(
 def test_a_verify_command_printing_megabytes_keeps_the_json_small(
         make_repo: MakeRepo, coord: Cli) -> None:
     repo = project(make_repo, ["python3 -c \"print('x' * 10_000_000)\""])
-    ok(coord(repo, "freeze"))
+    succeeded(coord(repo, "freeze"))
 
     r = coord(repo, "verify")
 
@@ -511,7 +477,7 @@ def test_a_verify_command_printing_megabytes_keeps_the_json_small(
 
 def test_a_verify_command_printing_many_lines_completes(make_repo: MakeRepo, coord: Cli) -> None:
     repo = project(make_repo, ["python3 -c \"print(('y' * 60 + '\\n') * 100_000)\""])
-    ok(coord(repo, "freeze"))
+    succeeded(coord(repo, "freeze"))
 
     r = coord(repo, "verify")
 
@@ -537,7 +503,7 @@ def test_verify_junit_has_one_testcase_per_command_with_failures_marked(
         make_repo: MakeRepo, coord: Cli, tmp_path: Path) -> None:
     tricky = "python3 -c \"print('<&>\\\"]]>'); raise SystemExit(3)\""
     repo = project(make_repo, ["python3 check.py", tricky, "exit 5"])
-    ok(coord(repo, "freeze"))
+    succeeded(coord(repo, "freeze"))
     junit = tmp_path / "out" / "verify.xml"
     junit.parent.mkdir()
 
@@ -561,7 +527,7 @@ def test_verify_junit_has_one_testcase_per_command_with_failures_marked(
 def test_verify_junit_stays_valid_xml_when_a_command_prints_ansi_colour(
         make_repo: MakeRepo, coord: Cli, tmp_path: Path) -> None:
     repo = project(make_repo, ["printf '\\033[31mFAILED\\033[0m test_x\\n'; exit 1"])
-    ok(coord(repo, "freeze"))
+    succeeded(coord(repo, "freeze"))
     junit = tmp_path / "verify.xml"
 
     r = coord(repo, "verify", "--junit", str(junit))
@@ -578,7 +544,7 @@ def test_verify_leaves_no_worktree_and_does_not_touch_the_shared_tree(
     repo = project(make_repo, ["python3 check.py", "echo made > made-by-verify.txt && git add -A"])
     deferred_edit_setup(coord, worker, repo)
     write(repo, "untracked.txt", "someone's new file\n")
-    ok(coord(repo, "freeze", "--defer-running"))
+    succeeded(coord(repo, "freeze", "--defer-running"))
     files_before = tree_digest(repo)
     status_before = git(repo, "status", "--porcelain", "--untracked-files=all")
     index_before = git(repo, "ls-files", "-s")
@@ -632,7 +598,7 @@ def test_thaw_lifts_the_freeze_and_reopens_deferred_tasks(
     repo = project(make_repo)
     deferred_edit_setup(coord, worker, repo)
     assert coord(repo, "status").doc["freeze"] is None
-    fz = ok(coord(repo, "freeze", "--defer-running", session=FREEZER)).doc["freeze"]
+    fz = succeeded(coord(repo, "freeze", "--defer-running", session=FREEZER)).doc["freeze"]
 
     during = coord(repo, "status").doc["freeze"]
     assert isinstance(during, dict)
@@ -640,7 +606,7 @@ def test_thaw_lifts_the_freeze_and_reopens_deferred_tasks(
     assert during["by"] == FREEZER
     assert during["commit"] == fz["commit"]
 
-    ok(coord(repo, "thaw"))
+    succeeded(coord(repo, "thaw"))
 
     st = coord(repo, "status").doc
     assert st["freeze"] is None
@@ -648,23 +614,23 @@ def test_thaw_lifts_the_freeze_and_reopens_deferred_tasks(
     assert t1["state"] == "assigned"
     assert t1["batch"] == fz["batch"] + 1
     assert (repo / "check.py").read_text() == FAILING_CHECK
-    again = ok(start(worker, repo, "t1", W2)).doc
+    again = succeeded(start(worker, repo, "t1", W2)).doc
     assert again["task"]["state"] == "in_progress"
     # The deferred edit is still the task's: it reports and the coordinator can accept it.
-    ok(worker(repo, "done", "t1", "--no-run-checks", session=W2))
-    accepted = ok(coord(repo, "accept", "t1")).doc
+    succeeded(worker(repo, "done", "t1", "--no-run-checks", session=W2))
+    accepted = succeeded(coord(repo, "accept", "t1")).doc
     assert accepted["paths"] == ["check.py"]
     # A new freeze closes the new batch.
-    fz2 = ok(coord(repo, "freeze")).doc["freeze"]
+    fz2 = succeeded(coord(repo, "freeze")).doc["freeze"]
     assert fz2["batch"] == fz["batch"] + 1
     assert fz2["commit"] == accepted["commit"]
 
 
 def test_thaw_then_verify_is_not_frozen(make_repo: MakeRepo, coord: Cli) -> None:
     repo = project(make_repo)
-    ok(coord(repo, "freeze"))
+    succeeded(coord(repo, "freeze"))
     assert coord(repo, "verify").code == 0
-    ok(coord(repo, "thaw"))
+    succeeded(coord(repo, "thaw"))
 
     assert coord(repo, "verify").code == 3
 

@@ -3,16 +3,12 @@ passing proof away, and a failing proof says what it covered and why it failed."
 
 from __future__ import annotations
 
-from tests.conftest import Result, numbered, write
-from tests.test_freeze import project
+from testing.cli import ok
+from testing.project import project
+from testing.repo import numbered, write
 
 W1 = "sess-20260101-0900-build@desk"
 W2 = "sess-20260101-0901-build@desk"
-
-
-def ok(r: Result) -> dict:
-    assert r.code == 0, f"exit {r.code}\n{r.stdout}\n{r.stderr}"
-    return r.doc
 
 
 def test_deferred_workers_are_signalled_and_their_own_edits_do_not_fail_verify(

@@ -9,52 +9,16 @@ a process gives the same answer.
 from __future__ import annotations
 
 import os
-import re
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from hunkwise.shared import diff, snapshot
 from hunkwise.shared import git as hgit
 
-from tests.conftest import Result, git, numbered, run_cli, set_line, write
-
-MakeRepo = Callable[..., Path]
-Cli = Callable[..., Result]
-
-
-def ok(r: Result) -> dict:
-    assert r.code == 0, f"exit {r.code}\nstdout: {r.stdout}\nstderr: {r.stderr}"
-    return r.doc
-
-
-class Traced:
-    """Runs commands as processes and lists the git commands each one started."""
-
-    def __init__(self, where: Path) -> None:
-        self.where = where
-        self.n = 0
-
-    def __call__(self, tool: str, repo: Path, *args: str) -> list[str]:
-        self.n += 1
-        trace = self.where / f"trace-{self.n}"
-        ok(run_cli(tool, repo, *args, process=True, env={"GIT_TRACE2_PERF": str(trace)}))
-        started = []
-        for line in trace.read_text(errors="replace").splitlines() if trace.exists() else []:
-            p = [x.strip() for x in line.split("|")]
-            if len(p) >= 9 and p[1] == "d0" and p[3] == "start":
-                started.append(re.sub(r"^git (-c \S+ )*", "", p[8]))
-        return started
-
-
-def traced(tmp_path: Path) -> Traced:
-    where = tmp_path / "traces"
-    where.mkdir()
-    return Traced(where)
-
-
-def named(started: list[str], sub: str) -> list[str]:
-    return [s for s in started if s.split(" ")[0] == sub]
+from testing.cli import Cli, ok
+from testing.machines import built_task, desktop_and_laptop
+from testing.repo import MakeRepo, git, numbered, set_line, write
+from testing.trace import named, traced
 
 
 def two_tasks(make_repo: MakeRepo, coord: Cli, worker: Cli) -> Path:
@@ -218,11 +182,7 @@ def test_records_trees_are_the_trees_git_writes(make_repo: MakeRepo) -> None:
 def test_a_sync_that_changes_nothing_writes_nothing_and_pushes_nothing(
         tmp_path: Path, make_repo: MakeRepo, coord: Cli, worker: Cli,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from tests.test_sync import Machines, built_task
-
-    m = Machines(tmp_path, make_repo, coord, worker)
-    m.clone("desktop")
-    m.clone("laptop")
+    m = desktop_and_laptop(tmp_path, make_repo, coord, worker)
     built_task(m)
     ok(m.coord("desktop", "sync"))
     run = traced(tmp_path)

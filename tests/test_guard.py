@@ -17,15 +17,11 @@ import pytest
 from hunkwise.coordinator.guard import Blocked, check_command, check_writes, guard, patch_paths
 from hunkwise.shared.models import parse_grant
 
-from tests.conftest import BIN, Result, git, numbered, write
+from testing.cli import Cli, ok
+from testing.env import BIN
+from testing.repo import git, numbered, write
 
-Cli = Callable[..., Result]
 WORKER_ENV: dict[str, str] = {}  # no COORD_SESSION, no HUNKWISE_COORDINATOR
-
-
-def ok(r: Result) -> Any:
-    assert r.code == 0, f"exit {r.code}\nstdout: {r.stdout}\nstderr: {r.stderr}"
-    return r.doc
 
 
 def call(tool: str, tool_input: dict[str, Any], cwd: str = "/tmp") -> str:

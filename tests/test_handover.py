@@ -9,8 +9,10 @@ from typing import Any
 
 import pytest
 
-from .conftest import git, numbered, set_line
-from .test_sync import BUILDER, Machines, ok
+from testing.cli import ok
+from testing.machines import BUILDER, Machines, desktop_and_laptop
+from testing.repo import git, numbered, set_line
+from testing.state import age_claims
 
 LAPTOP = "sess-20260101-1800-build@laptop"
 OTHER = "sess-20260101-0901-build@desktop"
@@ -27,9 +29,7 @@ def text(*changes: tuple[int, str], n: int = 20) -> bytes:
 def handed(tmp_path: Path, make_repo: Callable[..., Path], coord: Any, worker: Any) -> Machines:
     """task-001 (app.py:1-5) edited on the desktop (line 2) and handed to build@laptop;
     task-002 (app.py:10-15) is another desktop task."""
-    m = Machines(tmp_path, make_repo, coord, worker)
-    m.clone("desktop")
-    m.clone("laptop")
+    m = desktop_and_laptop(tmp_path, make_repo, coord, worker)
     ok(m.coord("desktop", "assign", "task-001", "--title", "Greet", "--expect", "hello world",
                "--write", "app.py:1-5"))
     ok(m.coord("desktop", "assign", "task-002", "--title", "Other", "--expect", "x",
@@ -131,8 +131,6 @@ def test_a_change_to_lines_the_desktop_changed_meanwhile_is_refused(handed: Mach
 
 
 def test_status_and_index_show_other_machines_claims(handed: Machines) -> None:
-    from .conftest import age_claims
-
     m = handed
     ok(m.worker("desktop", "start", "task-002", "--session", OTHER))
     ok(m.worker("laptop", "start", "task-001", "--session", LAPTOP))

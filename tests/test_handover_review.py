@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from .conftest import git, git_bytes, numbered, set_line
-from .test_sync import BUILDER, Machines, ok
+from testing.cli import ok
+from testing.machines import BUILDER, Machines, desktop_and_laptop
+from testing.repo import git, git_bytes, numbered, set_line
 
 LAPTOP = "sess-20260101-1800-build@laptop"
 OTHER = "sess-20260101-0901-build@desktop"
@@ -23,14 +24,6 @@ def rows(*changes: tuple[int, str], n: int = 20) -> bytes:
     for i, t in changes:
         r[i - 1] = t
     return "\n".join(r).encode()
-
-
-def two_machines(tmp_path: Path, make_repo: Callable[..., Path], coord: Any,
-                 worker: Any) -> Machines:
-    m = Machines(tmp_path, make_repo, coord, worker)
-    m.clone("desktop")
-    m.clone("laptop")
-    return m
 
 
 def _report_and_accept(m: Machines, message: str, *, tree: bytes, head: bytes) -> None:
@@ -49,7 +42,7 @@ def _report_and_accept(m: Machines, message: str, *, tree: bytes, head: bytes) -
 def mid(tmp_path: Path, make_repo: Callable[..., Path], coord: Any, worker: Any) -> Machines:
     """task-001 holds app.py:6-10 and edited line 8 on the desktop, then was handed to
     build@laptop; task-002 holds app.py:1-4 and 13-20 (before and after it)."""
-    return _handed_over(two_machines(tmp_path, make_repo, coord, worker), line=8, text="eight",
+    return _handed_over(desktop_and_laptop(tmp_path, make_repo, coord, worker), line=8, text="eight",
                         others=("app.py:1-4", "app.py:13-20"))
 
 
@@ -170,7 +163,7 @@ def test_an_unowned_laptop_edit_in_the_same_file_does_not_travel(mid: Machines) 
 
 def test_a_handover_with_no_edits(tmp_path: Path, make_repo: Callable[..., Path], coord: Any,
                                   worker: Any) -> None:
-    m = two_machines(tmp_path, make_repo, coord, worker)
+    m = desktop_and_laptop(tmp_path, make_repo, coord, worker)
     desk, lap = m.repos["desktop"], m.repos["laptop"]
     ok(m.coord("desktop", "assign", "task-001", "--title", "T", "--expect", "x",
                "--write", "app.py:1-5"))
@@ -351,7 +344,7 @@ def test_line_endings_survive_the_round_trip(
 def adjacent(tmp_path: Path, make_repo: Callable[..., Path], coord: Any, worker: Any) -> Machines:
     """task-001 holds app.py:6-10 (line 6 edited on the desktop, handed to build@laptop);
     task-002 holds app.py:1-5, right next to it."""
-    return _handed_over(two_machines(tmp_path, make_repo, coord, worker), line=6, text="six",
+    return _handed_over(desktop_and_laptop(tmp_path, make_repo, coord, worker), line=6, text="six",
                         others=("app.py:1-5",))
 
 

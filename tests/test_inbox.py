@@ -20,9 +20,10 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT, Result, git, numbered, set_line, write
+from testing.cli import Result
+from testing.env import ROOT
+from testing.repo import git, numbered, set_line, write
 
-Cli = Callable[..., Result]
 SESS = "sess-20260101-0900-worker@box"
 
 

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from testing.env import ROOT
 
 OLD_NAMES = {"shared", "inbox", "coordinator", "worker"}
-SOURCES = ["shared", "inbox", "coordinator", "worker", "tests", "bench", "demo"]
+SOURCES = ["shared", "inbox", "coordinator", "worker", "tests", "testing", "bench", "demo"]
 
 
 def _python_files() -> list[Path]:

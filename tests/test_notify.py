@@ -16,17 +16,15 @@ from typing import Any
 import pytest
 from hunkwise.shared.context import open_repo
 
-from tests.conftest import BIN, Lines, Result, age_claims, git, numbered, wait_until, write
+from testing.cli import Cli, ok_doc_or_text
+from testing.env import BIN
+from testing.repo import git, numbered, write
+from testing.state import age_claims
+from testing.wait import Lines, wait_until
 
-Cli = Callable[..., Result]
 A = "sess-20260101-0900-worker@box-a"
 B = "sess-20260101-0901-worker@box-b"
 C = "sess-20260101-0902-worker@box-c"
-
-
-def ok(r: Result) -> Any:
-    assert r.code == 0, f"exit {r.code}\nstdout: {r.stdout}\nstderr: {r.stderr}"
-    return r.doc if r.stdout.strip().startswith("{") else r.stdout
 
 
 def lines_of(log: Path) -> list[dict[str, Any]]:
@@ -49,7 +47,7 @@ def repo_with(make_repo: Callable[..., Path], notify: str, **extra: str) -> Path
 
 
 def watch_once(coord: Cli, repo: Path) -> dict[str, Any]:
-    doc = ok(coord(repo, "watch", "--timeout", "0.3", "--interval", "0.1"))
+    doc = ok_doc_or_text(coord(repo, "watch", "--timeout", "0.3", "--interval", "0.1"))
     assert isinstance(doc, dict)
     return doc
 
@@ -62,15 +60,15 @@ def test_each_event_is_notified_once_across_watcher_restarts(make_repo, coord: C
     log = tmp_path / "log"
     repo = repo_with(make_repo, f'command = "cat >> {log}; echo >> {log}"')
     for tid, grant in (("t1", "f.txt:1-3"), ("t2", "f.txt:5-6"), ("t3", "g.txt")):
-        ok(coord(repo, "assign", tid, "--title", f"title {tid}", "--expect", "e", "--write", grant))
-    ok(worker(repo, "start", "t1", session=A))
-    ok(worker(repo, "start", "t2", session=B))
-    ok(worker(repo, "start", "t3", session=C))
+        ok_doc_or_text(coord(repo, "assign", tid, "--title", f"title {tid}", "--expect", "e", "--write", grant))
+    ok_doc_or_text(worker(repo, "start", "t1", session=A))
+    ok_doc_or_text(worker(repo, "start", "t2", session=B))
+    ok_doc_or_text(worker(repo, "start", "t3", session=C))
     age_claims(repo, "t1")
-    ok(worker(repo, "ask", "t2", "--question", "Ship the beta on Friday?", "--kind", "deploy",
+    ok_doc_or_text(worker(repo, "ask", "t2", "--question", "Ship the beta on Friday?", "--kind", "deploy",
               session=B))
-    ok(worker(repo, "blocked", "t3", "--reason", "needs the schema of t9", session=C))
-    ok(worker(repo, "signal", "--to", "coordinator@*", "--type", "BLOCKED_ON", "--about", "t2",
+    ok_doc_or_text(worker(repo, "blocked", "t3", "--reason", "needs the schema of t9", session=C))
+    ok_doc_or_text(worker(repo, "signal", "--to", "coordinator@*", "--type", "BLOCKED_ON", "--about", "t2",
               "--payload", "waiting on the API key", session=B))
 
     watch_once(coord, repo)
@@ -89,11 +87,11 @@ def test_each_event_is_notified_once_across_watcher_restarts(make_repo, coord: C
     assert len(lines_of(log)) == 4
 
     # Freeze, verify, thaw: each once, with the verify's result.
-    ok(worker(repo, "heartbeat", "t1", session=A))
-    ok(coord(repo, "freeze", "--defer-running"))
-    ok(coord(repo, "verify"))
+    ok_doc_or_text(worker(repo, "heartbeat", "t1", session=A))
+    ok_doc_or_text(coord(repo, "freeze", "--defer-running"))
+    ok_doc_or_text(coord(repo, "verify"))
     watch_once(coord, repo)
-    ok(coord(repo, "thaw"))
+    ok_doc_or_text(coord(repo, "thaw"))
     watch_once(coord, repo)
     watch_once(coord, repo)
     got = lines_of(log)
@@ -110,7 +108,7 @@ def test_a_failing_verify_names_the_failing_command(make_repo, coord: Cli, tmp_p
     repo = make_repo({"f.txt": "x\n", "coord.toml":
                       f'[verify]\ncommands = ["true", "exit 3"]\n[notify]\ncommand = "cat >> {log}; echo >> {log}"\n'})
     watch_once(coord, repo)  # the outbox exists: what follows is news
-    ok(coord(repo, "freeze"))
+    ok_doc_or_text(coord(repo, "freeze"))
     assert coord(repo, "verify").code == 1
     watch_once(coord, repo)
     verify = [d for d in lines_of(log) if d["event"] == "verify"]
@@ -121,13 +119,13 @@ def test_a_failing_verify_names_the_failing_command(make_repo, coord: Cli, tmp_p
 def test_history_before_the_first_watch_is_not_announced(make_repo, coord: Cli, tmp_path: Path) -> None:
     log = tmp_path / "log"
     repo = repo_with(make_repo, f'command = "cat >> {log}; echo >> {log}"')
-    ok(coord(repo, "freeze"))
-    ok(coord(repo, "verify"))
-    ok(coord(repo, "thaw"))
-    ok(coord(repo, "freeze"))
+    ok_doc_or_text(coord(repo, "freeze"))
+    ok_doc_or_text(coord(repo, "verify"))
+    ok_doc_or_text(coord(repo, "thaw"))
+    ok_doc_or_text(coord(repo, "freeze"))
     watch_once(coord, repo)
     assert lines_of(log) == []  # an old thaw, an old verify, a freeze in force: known facts
-    ok(coord(repo, "thaw"))
+    ok_doc_or_text(coord(repo, "thaw"))
     watch_once(coord, repo)
     assert [d["event"] for d in lines_of(log)] == ["thaw"]
 
@@ -136,10 +134,10 @@ def test_lost_work_is_an_event(make_repo, coord: Cli, worker: Cli, tmp_path: Pat
     from hunkwise.coordinator import notify
 
     repo = repo_with(make_repo, "")
-    ok(coord(repo, "assign", "t1", "--title", "t", "--expect", "e", "--write", "f.txt:1-3"))
-    ok(worker(repo, "start", "t1", session=A))
+    ok_doc_or_text(coord(repo, "assign", "t1", "--title", "t", "--expect", "e", "--write", "f.txt:1-3"))
+    ok_doc_or_text(worker(repo, "start", "t1", session=A))
     write(repo, "f.txt", numbered(10).replace("line 2\n", "line two\n"))
-    ok(worker(repo, "done", "t1", "--no-run-checks", session=A))
+    ok_doc_or_text(worker(repo, "done", "t1", "--no-run-checks", session=A))
     ctx = open_repo(str(repo))
     assert [e for e in notify.collect(ctx, with_lost=True) if e["event"] == "lost"] == []
     git(repo, "checkout", "--", "f.txt")  # a whole-tree command wipes the work
@@ -189,17 +187,17 @@ def test_a_failing_notifier_is_retried_and_the_watcher_goes_on(make_repo, coord:
     cmd = (f'echo x >> {count}; [ $(wc -l < {count}) -ge 3 ] || exit 9; '
            f'cat >> {log}; echo >> {log}')
     repo = repo_with(make_repo, f"command = {json.dumps(cmd)}\nretry_seconds = 0.05")
-    ok(coord(repo, "assign", "t1", "--title", "t", "--expect", "e", "--write", "g.txt"))
-    ok(worker(repo, "start", "t1", session=A))
+    ok_doc_or_text(coord(repo, "assign", "t1", "--title", "t", "--expect", "e", "--write", "g.txt"))
+    ok_doc_or_text(worker(repo, "start", "t1", session=A))
     proc = subprocess.Popen([str(BIN / "coord"), "watch", "--interval", "0.2"], cwd=repo,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         out = Lines(proc.stderr)
         out.wait_for("watching: ready")
-        ok(worker(repo, "ask", "t1", "--question", "Which DB?", "--kind", "architecture", session=A))
+        ok_doc_or_text(worker(repo, "ask", "t1", "--question", "Which DB?", "--kind", "architecture", session=A))
         wait_until(lambda: lines_of(log), what="the decision delivered on the third try")
         # Still watching: a later report is notified too.
-        ok(worker(repo, "blocked", "t1", "--reason", "no DB", session=A))
+        ok_doc_or_text(worker(repo, "blocked", "t1", "--reason", "no DB", session=A))
         wait_until(lambda: len(lines_of(log)) >= 2, what="the blocked report")
     finally:
         proc.send_signal(signal.SIGINT)
@@ -261,9 +259,9 @@ def test_apprise_delivers_to_a_loopback_endpoint_with_the_secret_from_the_enviro
     monkeypatch.setenv("HUNKWISE_TEST_SECRET", "s3cr3t-t0ken")
     repo = repo_with(make_repo, f'urls = ["json://127.0.0.1:{ep.port}/hook/$HUNKWISE_TEST_SECRET"]\n'
                                 "retry_seconds = 0.01")
-    ok(coord(repo, "assign", "t1", "--title", "t", "--expect", "e", "--write", "g.txt"))
-    ok(worker(repo, "start", "t1", session=A))
-    ok(worker(repo, "ask", "t1", "--question", "Postgres or SQLite?", "--kind", "architecture",
+    ok_doc_or_text(coord(repo, "assign", "t1", "--title", "t", "--expect", "e", "--write", "g.txt"))
+    ok_doc_or_text(worker(repo, "start", "t1", session=A))
+    ok_doc_or_text(worker(repo, "ask", "t1", "--question", "Postgres or SQLite?", "--kind", "architecture",
               session=A))
     from hunkwise.coordinator import notify
 
@@ -334,13 +332,13 @@ def test_status_brief_fits_a_phone(make_repo, coord: Cli, worker: Cli, tmp_path:
     log = tmp_path / "log"
     repo = repo_with(make_repo, f'command = "cat >> {log}"')
     for tid, grant in (("t1", "f.txt:1-3"), ("t2", "f.txt:5-6"), ("t3", "g.txt")):
-        ok(coord(repo, "assign", tid, "--title", f"title {tid}", "--expect", "e", "--write", grant))
-    ok(worker(repo, "start", "t1", session=A))
-    ok(worker(repo, "start", "t2", session=B))
-    ok(worker(repo, "start", "t3", session=C))
+        ok_doc_or_text(coord(repo, "assign", tid, "--title", f"title {tid}", "--expect", "e", "--write", grant))
+    ok_doc_or_text(worker(repo, "start", "t1", session=A))
+    ok_doc_or_text(worker(repo, "start", "t2", session=B))
+    ok_doc_or_text(worker(repo, "start", "t3", session=C))
     age_claims(repo, "t1")
-    ok(worker(repo, "ask", "t2", "--question", "Ship on Friday?", "--kind", "deploy", session=B))
-    ok(worker(repo, "blocked", "t3", "--reason", "needs t9", session=C))
+    ok_doc_or_text(worker(repo, "ask", "t2", "--question", "Ship on Friday?", "--kind", "deploy", session=B))
+    ok_doc_or_text(worker(repo, "blocked", "t3", "--reason", "needs t9", session=C))
     r = coord(repo, "status", "--brief", json_out=False)
     assert r.code == 0, r.stderr
     text = r.stdout.rstrip("\n").split("\n")
@@ -349,11 +347,11 @@ def test_status_brief_fits_a_phone(make_repo, coord: Cli, worker: Cli, tmp_path:
     assert any(line.startswith("decide dec-") and "[deploy] t2: Ship on Friday?" in line for line in text)
     assert "blocked t3: needs t9" in text
     assert any(line.startswith("claim t1 ") and line.endswith("STALE") for line in text)
-    doc = ok(coord(repo, "status", "--brief"))
+    doc = ok_doc_or_text(coord(repo, "status", "--brief"))
     assert [c["task"] for c in doc["claims"] if c["stale"]] == ["t1"]
     assert doc["decisions"][0]["kind"] == "deploy" and doc["reports_waiting"] == ["t3"]
     # On demand, to the notifiers.
-    doc = ok(coord(repo, "status", "--brief", "--send"))
+    doc = ok_doc_or_text(coord(repo, "status", "--brief", "--send"))
     assert doc["sent"] == {"sent_to": 1, "errors": []}
     sent = json.loads(log.read_text())
     assert sent["event"] == "brief" and sent["subject"] == text[0]

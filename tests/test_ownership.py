@@ -24,9 +24,7 @@ from hunkwise.shared.ownership import (
 )
 from hunkwise.shared.tree import view
 
-from tests.conftest import git, numbered, set_line, write
-
-MakeRepo = Callable[..., Path]
+from testing.repo import MakeRepo, git, numbered, set_line, write
 
 
 def task(tid: str, *grants: str, state: TaskState = TaskState.ASSIGNED,

@@ -9,7 +9,9 @@ from pathlib import Path
 
 from hunkwise.shared.proc import run_command
 
-from tests.conftest import Result, numbered, wait_until, write
+from testing.cli import ok
+from testing.repo import numbered, write
+from testing.wait import wait_until
 
 
 def _alive(pid: int) -> bool:
@@ -41,11 +43,6 @@ def test_output_is_bounded_and_input_is_fed(tmp_path: Path) -> None:
                       stdin=b"hello\n", tail_lines=3)
     assert ran.passed and ran.tail[0] == "hello"
     assert sum(len(line) for line in ran.tail) < 20_000
-
-
-def ok(r: Result) -> dict:
-    assert r.code == 0, f"exit {r.code}\n{r.stdout}\n{r.stderr}"
-    return r.doc
 
 
 def test_worker_done_shows_the_failing_checks_output(make_repo, coord, worker) -> None:

@@ -22,20 +22,14 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Result, git, git_bytes, numbered, run_cli, set_line, write
-
-Cli = Callable[..., Result]
+from testing.cli import Cli, ok, run_cli
+from testing.repo import git, git_bytes, numbered, set_line, write
 
 REPORTED_PATHS = ("f.txt", "g.txt", "new/n.txt")
 STASH_GONE = "refs/stash"
 
 
 # ---- helpers ----------------------------------------------------------------------------
-
-def ok(r: Result) -> Any:
-    assert r.code == 0, f"exit {r.code}\nstdout: {r.stdout}\nstderr: {r.stderr}"
-    return r.doc
-
 
 def _env(coordinator: bool) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "HUNKWISE_COORDINATOR"}

@@ -18,14 +18,9 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Result, git, numbered, set_line, wait_until, write
-
-Cli = Callable[..., Result]
-
-
-def ok(r: Result) -> Any:
-    assert r.code == 0, f"exit {r.code}\nstdout: {r.stdout}\nstderr: {r.stderr}"
-    return r.doc
+from testing.cli import Cli, ok, run_cli
+from testing.repo import git, numbered, set_line, write
+from testing.wait import wait_until
 
 
 def task(coord: Cli, worker: Cli, repo: Path, tid: str, *grants: str) -> None:
@@ -396,8 +391,6 @@ def _saved(repo: Path, tid: str) -> bool:
 
 @pytest.mark.slow
 def test_two_concurrent_next_never_serve_one_report_twice(make_repo, coord, worker) -> None:
-    from tests.conftest import run_cli
-
     repo = make_repo({f"{i}.txt": numbered(3) for i in range(6)})
     for i in range(6):
         task(coord, worker, repo, f"T{i}", f"{i}.txt")
@@ -421,8 +414,6 @@ def test_two_concurrent_next_never_serve_one_report_twice(make_repo, coord, work
 
 def test_a_crash_after_delivery_never_gives_two_reports_one_revision(make_repo, coord,
                                                                       worker) -> None:
-    from tests.conftest import run_cli
-
     repo = make_repo({"a.txt": numbered(5)})
     task(coord, worker, repo, "A", "a.txt")
     set_line(repo, "a.txt", 1, "first")

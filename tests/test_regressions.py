@@ -9,7 +9,8 @@ from pathlib import Path
 
 from hunkwise.shared.ownership import glob_matches
 
-from tests.conftest import BIN, ROOT, git, git_bytes, numbered, write
+from testing.env import BIN, ROOT
+from testing.repo import git, git_bytes, numbered, write
 
 S_A = "sess-20260101-0900-worker@box-a"
 S_NEW = "sess-20260101-0901-worker@box-b"
@@ -77,7 +78,7 @@ def test_a_done_in_flight_loses_to_a_recovery(make_repo, coord, worker) -> None:
     # The check outlives the claim (aged past its TTL, as age_claims does), then another
     # session recovers and restarts the task.
     age = (f"import sys; sys.path.insert(0, {str(ROOT)!r}); from pathlib import Path; "
-           f"from tests.conftest import age_claims; age_claims(Path({str(repo)!r}), 'A')")
+           f"from testing.state import age_claims; age_claims(Path({str(repo)!r}), 'A')")
     check = (f"{shlex.quote(sys.executable)} -c {shlex.quote(age)} && "
              f"{BIN / 'coord'} recover A --repo {repo} >/dev/null && "
              f"{BIN / 'worker'} start A --session {S_NEW} --repo {repo} >/dev/null")

@@ -16,15 +16,9 @@ from hunkwise.shared import diff, snapshot
 from hunkwise.shared import git as hgit
 from hunkwise.shared.errors import GitError, StateRefused
 
-from tests.conftest import Result, git, git_bytes, numbered, wait_until, write
-
-MakeRepo = Callable[..., Path]
-Cli = Callable[..., Result]
-
-
-def ok(r: Result) -> Any:
-    assert r.code == 0, r.stdout + r.stderr
-    return r.doc
+from testing.cli import Cli, ok
+from testing.repo import MakeRepo, git, git_bytes, numbered, write
+from testing.wait import wait_until
 
 
 def start(coord: Cli, worker: Cli, repo: Path, tid: str, *grants: str) -> None:

@@ -19,13 +19,13 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Result, git, numbered, set_line, write
+from testing.cli import Cli, Result
+from testing.repo import git, numbered, set_line, write
 
 SESSION_RE = re.compile(r"^sess-(\d{8})-(\d{4})-([A-Za-z0-9_.-]+)@([A-Za-z0-9_.-]+)$")
 SESS_A = "sess-20260101-0900-worker@box-a"
 SESS_B = "sess-20260101-0901-worker@box-b"
 
-Cli = Callable[..., Result]
 
 
 # ---- helpers ---------------------------------------------------------------------------

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.conftest import git, git_bytes, numbered, set_line, write
+from testing.repo import git, git_bytes, numbered, set_line, write
 
 
 def _accept(coord, worker, repo: Path, tid: str, grant: str, edit) -> str:

@@ -7,17 +7,13 @@ import re
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import Result, git, numbered, write
+from testing.cli import Result, ok_doc_or_text
+from testing.repo import git, numbered, write
 
 BUILD = "sess-20260101-0900-build@box"
 BUILD2 = "sess-20260101-0901-build@box"
 INVENTED = "sess-20260101-0902-review@box"
 SESSION = re.compile(r"^sess-\d{8}-\d{4}-(?P<role>[A-Za-z0-9_-]+)(\.\d+)?@[A-Za-z0-9_-]+$")
-
-
-def ok(r: Result) -> Any:
-    assert r.code == 0, f"exit {r.code}\n{r.stdout}\n{r.stderr}"
-    return r.doc if r.stdout.lstrip().startswith("{") else r.stdout
 
 
 def refused(r: Result, code: int) -> str:
@@ -33,19 +29,19 @@ def _state(repo: Path) -> Any:
 
 
 def _signals(coord: Any, repo: Path) -> list[dict[str, Any]]:
-    return list(ok(coord(repo, "signals"))["signals"])
+    return list(ok_doc_or_text(coord(repo, "signals"))["signals"])
 
 
 def _reported(coord: Any, worker: Any, repo: Path, roles: str, task: str = "A") -> None:
-    ok(coord(repo, "assign", task, "--title", "Greet", "--expect", "hello", "--write", "f.txt"))
-    ok(coord(repo, "audit", task, "--roles", roles))
-    ok(worker(repo, "start", task, session=BUILD))
+    ok_doc_or_text(coord(repo, "assign", task, "--title", "Greet", "--expect", "hello", "--write", "f.txt"))
+    ok_doc_or_text(coord(repo, "audit", task, "--roles", roles))
+    ok_doc_or_text(worker(repo, "start", task, session=BUILD))
     write(repo, "f.txt", numbered(5).replace("line 2\n", "hello\n"))
-    ok(worker(repo, "done", task, "--commit-message", "Greet with hello", session=BUILD))
+    ok_doc_or_text(worker(repo, "done", task, "--commit-message", "Greet with hello", session=BUILD))
 
 
 def _review_session(worker: Any, repo: Path, role: str = "review") -> str:
-    return str(ok(worker(repo, "start", "--role", role))["session"])
+    return str(ok_doc_or_text(worker(repo, "start", "--role", role))["session"])
 
 
 # ---- getting a review session ---------------------------------------------------------------
@@ -53,7 +49,7 @@ def _review_session(worker: Any, repo: Path, role: str = "review") -> str:
 def test_a_reviewer_starts_a_session_without_a_task(make_repo, coord, worker):
     repo = make_repo({"f.txt": numbered(5)})
     _reported(coord, worker, repo, "review")
-    doc = ok(worker(repo, "start", "--role", "review"))
+    doc = ok_doc_or_text(worker(repo, "start", "--role", "review"))
     s = doc["session"]
     m = SESSION.match(s)
     assert m and m["role"] == "review", s
@@ -61,12 +57,12 @@ def test_a_reviewer_starts_a_session_without_a_task(make_repo, coord, worker):
     assert s in _state(repo).sessions
     # The audit request waiting for its role is in the brief, and in worker signals.
     assert [(x["type"], x["about"]) for x in doc["signals"]] == [("READY_FOR_REVIEW", "A")]
-    got = ok(worker(repo, "signals", session=s))["signals"]
+    got = ok_doc_or_text(worker(repo, "signals", session=s))["signals"]
     assert [(x["type"], x["about"]) for x in got] == [("READY_FOR_REVIEW", "A")]
-    human = ok(worker(repo, "start", "--role", "review", json_out=False))
+    human = ok_doc_or_text(worker(repo, "start", "--role", "review", json_out=False))
     assert "export COORD_SESSION=sess-" in human and "worker review" in human
     # A second session of the role in the same minute is a new one.
-    assert ok(worker(repo, "start", "--role", "review"))["session"] not in (s,)
+    assert ok_doc_or_text(worker(repo, "start", "--role", "review"))["session"] not in (s,)
     # Without a task, a role or a session there is nothing to start.
     refused(worker(repo, "start"), 2)
 
@@ -74,7 +70,7 @@ def test_a_reviewer_starts_a_session_without_a_task(make_repo, coord, worker):
 def test_worker_review_without_a_session_opens_one(make_repo, coord, worker):
     repo = make_repo({"f.txt": numbered(5)})
     _reported(coord, worker, repo, "review")
-    doc = ok(worker(repo, "review", "A", "--verdict", "approve", "--notes", "fine"))
+    doc = ok_doc_or_text(worker(repo, "review", "A", "--verdict", "approve", "--notes", "fine"))
     m = SESSION.match(doc["session"])
     assert m and m["role"] == "review", doc["session"]
     assert doc["session"] in _state(repo).sessions
@@ -92,13 +88,13 @@ def test_a_verdict_from_a_session_never_started_is_refused(make_repo, coord, wor
     msg = refused(worker(repo, "review", "A", "--verdict", "approve", session=INVENTED), 3)
     assert INVENTED in msg and "worker start --role review" in msg
     # Naming it in another command does not start it either.
-    ok(worker(repo, "signals", "--ack", session=INVENTED))
+    ok_doc_or_text(worker(repo, "signals", "--ack", session=INVENTED))
     refused(worker(repo, "review", "A", "--verdict", "approve", session=INVENTED), 3)
     assert "audit-pending" in refused(coord(repo, "accept", "A"), 1)
     # Started, it may answer.
-    assert ok(worker(repo, "start", "--role", "review", session=INVENTED))["session"] == INVENTED
-    ok(worker(repo, "review", "A", "--verdict", "approve", session=INVENTED))
-    ok(coord(repo, "accept", "A"))
+    assert ok_doc_or_text(worker(repo, "start", "--role", "review", session=INVENTED))["session"] == INVENTED
+    ok_doc_or_text(worker(repo, "review", "A", "--verdict", "approve", session=INVENTED))
+    ok_doc_or_text(coord(repo, "accept", "A"))
 
 
 def test_a_verdict_comes_only_from_the_session_the_audit_was_addressed_to(
@@ -107,7 +103,7 @@ def test_a_verdict_comes_only_from_the_session_the_audit_was_addressed_to(
     chosen = _review_session(worker, repo)
     other = _review_session(worker, repo)
     _reported(coord, worker, repo, chosen)
-    doc = ok(coord(repo, "status"))
+    doc = ok_doc_or_text(coord(repo, "status"))
     assert [t["audit"] for t in doc["tasks"]] == [{"review": "pending"}]
     asks = [s for s in _signals(coord, repo) if s["type"] == "READY_FOR_REVIEW"]
     assert [(s["to"], s["about"]) for s in asks] == [(chosen, "A")]
@@ -115,8 +111,8 @@ def test_a_verdict_comes_only_from_the_session_the_audit_was_addressed_to(
     assert chosen in msg
     # The worker's own session is of another role: refused too.
     refused(worker(repo, "review", "A", "--verdict", "approve", session=BUILD), 3)
-    ok(worker(repo, "review", "A", "--verdict", "approve", session=chosen))
-    ok(coord(repo, "accept", "A"))
+    ok_doc_or_text(worker(repo, "review", "A", "--verdict", "approve", session=chosen))
+    ok_doc_or_text(coord(repo, "accept", "A"))
 
 
 def _trailers(repo: Path, key: str) -> list[str]:
@@ -129,10 +125,10 @@ def test_accept_names_the_worker_and_every_approving_reviewer(make_repo, coord, 
     _reported(coord, worker, repo, "review,security")
     rev = _review_session(worker, repo)
     sec = _review_session(worker, repo, "security")
-    ok(worker(repo, "review", "A", "--verdict", "changes", "--notes", "hmm", session=sec))
-    ok(worker(repo, "review", "A", "--verdict", "approve", session=rev))
-    ok(worker(repo, "review", "A", "--verdict", "approve", session=sec))
-    ok(coord(repo, "accept", "A", "--message", "Greet with hello\n\nBody.\n\nSigned-off-by: X <x@y>"))
+    ok_doc_or_text(worker(repo, "review", "A", "--verdict", "changes", "--notes", "hmm", session=sec))
+    ok_doc_or_text(worker(repo, "review", "A", "--verdict", "approve", session=rev))
+    ok_doc_or_text(worker(repo, "review", "A", "--verdict", "approve", session=sec))
+    ok_doc_or_text(coord(repo, "accept", "A", "--message", "Greet with hello\n\nBody.\n\nSigned-off-by: X <x@y>"))
     body = git(repo, "log", "-1", "--format=%B")
     assert _trailers(repo, "Coord-Task") == ["A"]
     assert _trailers(repo, "Coord-Session") == [BUILD]
@@ -143,11 +139,11 @@ def test_accept_names_the_worker_and_every_approving_reviewer(make_repo, coord, 
 
 def test_an_unaudited_commit_has_no_reviewer(make_repo, coord, worker):
     repo = make_repo({"f.txt": numbered(5)})
-    ok(coord(repo, "assign", "A", "--title", "Greet", "--expect", "hello", "--write", "f.txt"))
-    ok(worker(repo, "start", "A", session=BUILD))
+    ok_doc_or_text(coord(repo, "assign", "A", "--title", "Greet", "--expect", "hello", "--write", "f.txt"))
+    ok_doc_or_text(worker(repo, "start", "A", session=BUILD))
     write(repo, "f.txt", "x\n")
-    ok(worker(repo, "done", "A", session=BUILD))
-    ok(coord(repo, "accept", "A"))
+    ok_doc_or_text(worker(repo, "done", "A", session=BUILD))
+    ok_doc_or_text(coord(repo, "accept", "A"))
     assert _trailers(repo, "Coord-Session") == [BUILD]
     assert _trailers(repo, "Reviewed-by") == []
 
@@ -160,51 +156,51 @@ def test_ready_for_review_closes_when_its_roles_verdict_arrives(make_repo, coord
     rev = _review_session(worker, repo)
     rev2 = _review_session(worker, repo)
     # One reviewer's acknowledgement is its own: the request stays open for the role.
-    ok(worker(repo, "signals", "--ack", session=rev2))
+    ok_doc_or_text(worker(repo, "signals", "--ack", session=rev2))
     states = {s["to"]: s["state"] for s in _signals(coord, repo) if s["type"] == "READY_FOR_REVIEW"}
     assert states == {"review@*": "pending", "security@*": "pending"}
-    assert [s["about"] for s in ok(worker(repo, "signals", session=rev))["signals"]] == ["A"]
+    assert [s["about"] for s in ok_doc_or_text(worker(repo, "signals", session=rev))["signals"]] == ["A"]
 
-    ok(worker(repo, "review", "A", "--verdict", "changes", session=rev))
+    ok_doc_or_text(worker(repo, "review", "A", "--verdict", "changes", session=rev))
     states = {s["to"]: s["state"] for s in _signals(coord, repo) if s["type"] == "READY_FOR_REVIEW"}
     assert states == {"review@*": "delivered", "security@*": "pending"}
-    assert ok(worker(repo, "signals", session=rev))["signals"] == []
+    assert ok_doc_or_text(worker(repo, "signals", session=rev))["signals"] == []
 
 
 def test_a_handoff_closes_when_its_target_starts(make_repo, coord, worker):
     repo = make_repo({"f.txt": numbered(5)})
-    ok(coord(repo, "assign", "A", "--title", "t", "--expect", "e", "--write", "f.txt"))
-    ok(worker(repo, "start", "A", session=BUILD))
-    sig = ok(worker(repo, "handoff", "A", "--to", BUILD2, "--next", "resume f.txt",
+    ok_doc_or_text(coord(repo, "assign", "A", "--title", "t", "--expect", "e", "--write", "f.txt"))
+    ok_doc_or_text(worker(repo, "start", "A", session=BUILD))
+    sig = ok_doc_or_text(worker(repo, "handoff", "A", "--to", BUILD2, "--next", "resume f.txt",
                     session=BUILD))["signal"]["id"]
     assert {s["id"]: s["state"] for s in _signals(coord, repo)}[sig] == "pending"
-    started = ok(worker(repo, "start", "A", session=BUILD2))
+    started = ok_doc_or_text(worker(repo, "start", "A", session=BUILD2))
     assert [s["id"] for s in started["signals"]] == [sig]  # shown once, at the start
     assert {s["id"]: s["state"] for s in _signals(coord, repo)}[sig] == "delivered"
-    assert ok(worker(repo, "signals", session=BUILD2))["signals"] == []
+    assert ok_doc_or_text(worker(repo, "signals", session=BUILD2))["signals"] == []
 
 
 def test_a_checkpoint_shows_once_at_start(make_repo, coord, worker):
     repo = make_repo({"f.txt": numbered(5)})
-    ok(coord(repo, "assign", "A", "--title", "t", "--expect", "e", "--write", "f.txt"))
-    ok(worker(repo, "start", "A", session=BUILD))
-    ok(worker(repo, "checkpoint", "A", "--next", "resume f.txt at ## Tail", session=BUILD))
-    doc = ok(worker(repo, "start", "A", session=BUILD))
+    ok_doc_or_text(coord(repo, "assign", "A", "--title", "t", "--expect", "e", "--write", "f.txt"))
+    ok_doc_or_text(worker(repo, "start", "A", session=BUILD))
+    ok_doc_or_text(worker(repo, "checkpoint", "A", "--next", "resume f.txt at ## Tail", session=BUILD))
+    doc = ok_doc_or_text(worker(repo, "start", "A", session=BUILD))
     assert doc["checkpoint"]["next"] == "resume f.txt at ## Tail"
     assert [s for s in doc["signals"] if s["type"] == "CHECKPOINT"] == []
-    ok(worker(repo, "checkpoint", "A", "--next", "resume f.txt at ## Head", session=BUILD))
-    human = ok(worker(repo, "start", "A", session=BUILD, json_out=False))
+    ok_doc_or_text(worker(repo, "checkpoint", "A", "--next", "resume f.txt at ## Head", session=BUILD))
+    human = ok_doc_or_text(worker(repo, "start", "A", session=BUILD, json_out=False))
     assert human.count("resume f.txt at ## Head") == 1
     assert "## Tail" not in human
 
 
 def test_worker_signals_shows_pending_and_all_shows_history(make_repo, coord, worker):
     repo = make_repo({"f.txt": numbered(5)})
-    sig = ok(worker(repo, "signal", "--to", BUILD2, "--type", "BLOCKED_ON", "--about", "x",
+    sig = ok_doc_or_text(worker(repo, "signal", "--to", BUILD2, "--type", "BLOCKED_ON", "--about", "x",
                     session=BUILD))["signal"]["id"]
-    assert [s["id"] for s in ok(worker(repo, "signals", "--ack", session=BUILD2))["signals"]] == [sig]
-    assert ok(worker(repo, "signals", session=BUILD2))["signals"] == []
-    hist = ok(worker(repo, "signals", "--all", session=BUILD2))["signals"]
+    assert [s["id"] for s in ok_doc_or_text(worker(repo, "signals", "--ack", session=BUILD2))["signals"]] == [sig]
+    assert ok_doc_or_text(worker(repo, "signals", session=BUILD2))["signals"] == []
+    hist = ok_doc_or_text(worker(repo, "signals", "--all", session=BUILD2))["signals"]
     assert [(s["id"], s["state"]) for s in hist] == [(sig, "delivered")]
-    human = ok(worker(repo, "signals", "--all", session=BUILD2, json_out=False))
+    human = ok_doc_or_text(worker(repo, "signals", "--all", session=BUILD2, json_out=False))
     assert sig in human and "delivered" in human

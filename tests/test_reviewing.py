@@ -5,12 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tests.conftest import Result, git, numbered, write
-
-
-def ok(r: Result) -> dict:
-    assert r.code == 0, f"exit {r.code}\n{r.stdout}\n{r.stderr}"
-    return r.doc
+from testing.cli import ok
+from testing.repo import git, numbered, write
 
 
 def begin(coord, worker, repo: Path, tid: str, *grants: str) -> None:

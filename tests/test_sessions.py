@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Result, age_claims, git, numbered, write
-
-Cli = Callable[..., Result]
+from testing.cli import Cli, Result, ok
+from testing.repo import git, numbered, write
+from testing.state import age_claims
 
 SESS_A = "sess-20260101-0900-worker@box-a"
 SESS_B = "sess-20260101-0901-worker@box-b"
@@ -46,11 +46,6 @@ def new_repo(make_repo: Callable[..., Path], *, ttl: int | None = None) -> Path:
     return make_repo(files)
 
 
-
-
-def ok(r: Result) -> Any:
-    assert r.code == 0, f"exit {r.code}\nstdout: {r.stdout}\nstderr: {r.stderr}"
-    return r.doc
 
 
 def refused(r: Result, code: int) -> str:

@@ -7,26 +7,17 @@ claim, not the serial paths, not the recheck switch.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 from hunkwise.shared import git as hgit
 from hunkwise.shared import store
 from hunkwise.shared.context import open_repo
 
-from tests.conftest import Result, git, numbered, write
-
-MakeRepo = Callable[..., Path]
-Cli = Callable[..., Result]
+from testing.cli import Cli, ok
+from testing.repo import MakeRepo, git, numbered, write
 
 HALF_EDITED = "[claims]\nttl_seconds = \n[notify\n"
-
-
-def ok(r: Result) -> Any:
-    assert r.code == 0, r.stdout + r.stderr
-    return r.doc
 
 
 def start(coord: Cli, worker: Cli, repo: Path, tid: str, grant: str, *checks: str) -> None:

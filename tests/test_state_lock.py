@@ -12,7 +12,7 @@ from pathlib import Path
 
 from hunkwise.shared import store
 
-from tests.conftest import wait_until
+from testing.wait import wait_until
 
 HOLDER = """
 import fcntl, os, sys

@@ -13,62 +13,18 @@ from typing import Any
 
 import pytest
 
-from .conftest import Result, git, numbered, set_line
-
-REVIEWER = "sess-20260101-0900-review@laptop"
-BUILDER = "sess-20260101-0900-build@desktop"
-TOML = '[remote]\nname = "origin"\n'
-
-
-class Machines:
-    def __init__(self, tmp: Path, make_repo: Callable[..., Path], coord: Any, worker: Any) -> None:
-        seed = make_repo({"app.py": numbered(20), "coord.toml": TOML})
-        self.remote = tmp / "remote.git"
-        git(tmp, "clone", "-q", "--bare", str(seed), str(self.remote))
-        self.tmp, self._coord, self._worker = tmp, coord, worker
-        self.repos: dict[str, Path] = {}
-
-    def clone(self, machine: str) -> Path:
-        path = self.tmp / machine
-        git(self.tmp, "clone", "-q", str(self.remote), str(path))
-        git(path, "config", "user.name", "Test Author")
-        git(path, "config", "user.email", "author@example.com")
-        self.repos[machine] = path
-        return path
-
-    def coord(self, machine: str, *args: str, **kw: Any) -> Result:
-        kw.setdefault("env", {})["HUNKWISE_MACHINE"] = machine
-        return self._coord(self.repos[machine], *args, **kw)
-
-    def worker(self, machine: str, *args: str, **kw: Any) -> Result:
-        kw.setdefault("env", {})["HUNKWISE_MACHINE"] = machine
-        return self._worker(self.repos[machine], *args, **kw)
+from testing.cli import Cli, ok
+from testing.machines import BUILDER, REVIEWER, Machines, built_task, desktop_and_laptop
+from testing.repo import MakeRepo, git
 
 
 @pytest.fixture
-def machines(tmp_path: Path, make_repo: Callable[..., Path], coord: Any, worker: Any) -> Machines:
-    m = Machines(tmp_path, make_repo, coord, worker)
-    m.clone("desktop")
-    m.clone("laptop")
-    return m
-
-
-def ok(r: Result) -> Any:
-    assert r.code == 0, (r.code, r.stdout, r.stderr)
-    return r.doc
+def machines(tmp_path: Path, make_repo: MakeRepo, coord: Cli, worker: Cli) -> Machines:
+    return desktop_and_laptop(tmp_path, make_repo, coord, worker)
 
 
 def remote_refs(m: Machines) -> list[str]:
     return git(m.remote, "for-each-ref", "--format=%(refname)", "refs/hunkwise/").split()
-
-
-def built_task(m: Machines) -> None:
-    """task-001 on the desktop: edited by a desktop build session and reported."""
-    ok(m.coord("desktop", "assign", "--title", "Greet", "--expect", "hello",
-               "--write", "app.py:1-5"))
-    ok(m.worker("desktop", "start", "task-001", "--session", BUILDER))
-    set_line(m.repos["desktop"], "app.py", 2, "hello")
-    ok(m.worker("desktop", "done", "task-001", "--session", BUILDER, "--commit-message", "Greet"))
 
 
 def test_machine_name_honours_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:

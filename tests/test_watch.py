@@ -11,7 +11,9 @@ import pytest
 from hunkwise import inbox
 from hunkwise.shared.context import open_repo
 
-from tests.conftest import BIN, Lines, git, numbered, wait_until, write
+from testing.env import BIN
+from testing.repo import git, numbered, write
+from testing.wait import Lines, wait_until
 
 
 def _setup(make_repo, coord, worker, n: int, log: Path) -> tuple[Path, list[str]]:

@@ -20,7 +20,7 @@ from hunkwise.shared import git as g
 from hunkwise.shared import worktree
 from hunkwise.shared.errors import StateRefused
 
-from tests.conftest import wait_until
+from testing.wait import wait_until
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="the kernel tells open writers only on Linux")
