@@ -10,16 +10,14 @@ from typing import Any
 import pytest
 from hunkwise.shared import store
 
+from testing.cli import Cli, ok
+from testing.repo import MakeRepo, numbered
+
 BUILD = "sess-20260101-0900-build@box"
 
 
-def ok(r: Any) -> Any:
-    assert r.code == 0, (r.code, r.stdout, r.stderr)
-    return r.doc
-
-
-def audited(make_repo: Any, coord: Any, worker: Any) -> Path:
-    repo = make_repo({"f.txt": "".join(f"line {i}\n" for i in range(1, 6))})
+def audited(make_repo: MakeRepo, coord: Cli, worker: Cli) -> Path:
+    repo = make_repo({"f.txt": numbered(5)})
     ok(coord(repo, "assign", "A", "--title", "Greet", "--expect", "hello", "--write", "f.txt"))
     ok(coord(repo, "audit", "A", "--roles", "review"))
     ok(worker(repo, "start", "A", session=BUILD))
@@ -30,7 +28,7 @@ def audited(make_repo: Any, coord: Any, worker: Any) -> Path:
 
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="names fsynced files by /proc")
 def test_a_verdict_holds_the_state_lock_for_the_state_alone(
-        make_repo: Any, coord: Any, worker: Any, under_lock: list[str]) -> None:
+        make_repo: MakeRepo, coord: Cli, worker: Cli, under_lock: list[str]) -> None:
     repo = audited(make_repo, coord, worker)
     under_lock.clear()
     doc = ok(worker(repo, "review", "A", "--verdict", "approve", "--notes", "fine"))
@@ -41,7 +39,7 @@ def test_a_verdict_holds_the_state_lock_for_the_state_alone(
 
 
 def test_a_state_changed_while_the_verdict_was_written_is_read_again(
-        make_repo: Any, coord: Any, worker: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+        make_repo: MakeRepo, coord: Cli, worker: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
     """Another command saves the state between the verdict's preparation and its lock: the
     verdict is prepared again from the new state, and what the other command wrote stays."""
     repo = audited(make_repo, coord, worker)
