@@ -187,6 +187,8 @@ def _clear_index_flags(repo: Path, env: dict[str, str]) -> None:
     copy loses the flags. A skip-worktree path absent from disk is a sparse checkout's,
     not a deletion: it keeps its flag.
     """
+    if not _any_flagged(env["GIT_INDEX_FILE"], git.HEX_LENGTHS[git.object_format(repo)] // 2):
+        return  # the index file says so itself: no process needed
     out = git.run(repo, "ls-files", "-v", "-z", env=env)
     assumed: list[bytes] = []
     skipped: list[bytes] = []
@@ -204,3 +206,66 @@ def _clear_index_flags(repo: Path, env: dict[str, str]) -> None:
         if paths:
             git.run(repo, "update-index", flag, "-z", "--stdin", env=env,
                     input=b"".join(p + b"\0" for p in paths))
+
+
+_ASSUME_VALID, _EXTENDED, _SKIP_WORKTREE = 0x8000, 0x4000, 0x4000
+
+
+def _any_flagged(index: str, oid_size: int) -> bool:
+    """Does any entry of this index file carry the assume-unchanged or skip-worktree flag?
+    Read from the file itself (git's index format, versions 2 to 4); True whenever the
+    file holds anything this reading is not sure of (another version, a split or sparse
+    index, a malformed entry), so that git is asked."""
+    import struct
+
+    try:
+        with open(index, "rb") as f:
+            data = f.read()
+    except OSError:
+        return True
+    if len(data) < 12 + oid_size or data[:4] != b"DIRC":
+        return True
+    version, count = struct.unpack_from(">II", data, 4)
+    if version not in (2, 3, 4):
+        return True
+    at, end = 12, len(data) - oid_size
+    flags_at = 40 + oid_size  # ctime, mtime, dev, ino, mode, uid, gid, size; the object id
+    for _ in range(count):
+        if at + flags_at + 2 > end:
+            return True
+        (flags,) = struct.unpack_from(">H", data, at + flags_at)
+        name = at + flags_at + 2
+        if flags & _ASSUME_VALID:
+            return True
+        if flags & _EXTENDED:
+            if version == 2 or name + 2 > end:
+                return True
+            (extended,) = struct.unpack_from(">H", data, name)
+            if extended & _SKIP_WORKTREE:
+                return True
+            name += 2
+        if version == 4:
+            while data[name] & 0x80:  # the varint of how much of the last name to drop
+                name += 1
+                if name >= end:
+                    return True
+            nul = data.find(b"\0", name + 1)
+            if nul < 0 or nul >= end:
+                return True
+            at = nul + 1
+        else:
+            length = flags & 0xFFF
+            if length == 0xFFF:
+                length = data.find(b"\0", name) - name
+                if length < 0:
+                    return True
+            # The entry is padded with 1 to 8 NULs to a multiple of 8 bytes.
+            at += (name - at + length + 8) & ~7
+    # Extensions: a split index keeps its entries elsewhere, a sparse one holds directories.
+    while at + 8 <= end:
+        sig = data[at:at + 4]
+        if sig in (b"link", b"sdir"):
+            return True
+        (size,) = struct.unpack_from(">I", data, at + 4)
+        at += 8 + size
+    return at != end
