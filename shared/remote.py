@@ -53,6 +53,8 @@ from .records import (
 from .signals import addressed_to, close_about
 
 if TYPE_CHECKING:
+    from hunkwise.inbox import Staged
+
     from .results import AppliedDoc, QuarantinedRecord, SeenChain
 
 R = TypeVar("R", bound=Record)
@@ -279,6 +281,38 @@ def _apply_state(ctx: Ctx, machine: str, signals: list[Signal],
     from hunkwise import inbox
 
     mir_path = sync_dir(ctx) / "mirror.json"
+    # Nothing slow under the state lock: each verdict is written (and fsynced) in tmp/
+    # before it and only linked into new/ under it; refs and quarantines wait until after.
+    staged = {name: inbox.stage(ctx.lay.inbox, data, report.task_id, report.revision,
+                                lasting=False) for name, data, report in verdicts}
+    linked: list[str] = []
+    refs: list[tuple[str, str]] = []
+    refused: list[tuple[str, bytes, str]] = []
+    try:
+        _apply_locked(ctx, machine, signals, checkpoints, verdicts, table, applied, mir_path,
+                      staged, linked, refs, refused)
+    finally:
+        for name, st in staged.items():
+            if name in linked:
+                inbox.published(st)
+            else:
+                inbox.drop(st)
+    if refs:
+        git.run(ctx.repo, "update-ref", "--stdin",
+                input="".join(f"update {ref} {tree}\n" for ref, tree in refs).encode())
+    for path, data, reason in refused:
+        _quarantine(ctx, machine, path, data, reason, applied)
+
+
+def _apply_locked(ctx: Ctx, machine: str, signals: list[Signal],
+                  checkpoints: dict[str, Checkpoint],
+                  verdicts: list[tuple[str, bytes, AuditVerdict]], table: Table | None,
+                  applied: Applied, mir_path: Path, staged: dict[str, Staged],
+                  linked: list[str], refs: list[tuple[str, str]],
+                  refused: list[tuple[str, bytes, str]]) -> None:
+    """_apply_state's part under the state lock: the state, the mirror, and links."""
+    from hunkwise import inbox
+
     with store.transaction(ctx.lay) as state:
         mir = mirror(ctx)
         if table is not None:
@@ -319,24 +353,25 @@ def _apply_state(ctx: Ctx, machine: str, signals: list[Signal],
                 state.checkpoints[key] = cp
                 applied.checkpoints.append(key)
                 if cp.saved is not None:  # keep its edits here until it is taken
-                    git.run(ctx.repo, "update-ref",
-                            f"refs/hunkwise/remote-edits/{machine}/{cp.task}", cp.saved.tree)
+                    refs.append((f"refs/hunkwise/remote-edits/{machine}/{cp.task}",
+                                 cp.saved.tree))
         for name, data, report in verdicts:
             task = state.tasks.get(report.task_id)
             if task is None or task.id in mir["tasks"]:
                 continue  # not this machine's to decide
             role = session_role(report.session or "")
             if role not in task.audit:
-                _quarantine(ctx, machine, f"reports/{name}", data,
-                            f"{task.id} asks no audit of role {role!r}", applied)
+                refused.append((f"reports/{name}", data,
+                                f"{task.id} asks no audit of role {role!r}"))
                 continue
             if report.revision != max(task.revision, 1):
-                _quarantine(ctx, machine, f"reports/{name}", data,
-                            f"verdict on revision {report.revision}; {task.id} is at "
-                            f"revision {task.revision}", applied)
+                refused.append((f"reports/{name}", data,
+                                f"verdict on revision {report.revision}; {task.id} is at "
+                                f"revision {task.revision}"))
                 continue
             task.audit[role] = "approved" if report.verdict == "approve" else "changes"
-            inbox.deliver(ctx.lay.inbox, data, task.id, report.revision)
+            inbox.link(staged[name])
+            linked.append(name)
             # The request it answers is closed, as a local verdict closes it: for the
             # reviewer's session, and for its role.
             who = report.session or ""

@@ -11,6 +11,7 @@ import pytest
 from hunkwise.shared import store
 
 from testing.cli import Cli, ok
+from testing.machines import REVIEWER, built_task, desktop_and_laptop
 from testing.repo import MakeRepo, numbered
 
 BUILD = "sess-20260101-0900-build@box"
@@ -63,3 +64,26 @@ def test_a_state_changed_while_the_verdict_was_written_is_read_again(
     verdicts = list((repo / ".git" / "coord" / "inbox" / "new").iterdir())
     assert len([v for v in verdicts if '"kind":"review"' in v.read_text()]) == 1
     assert list((repo / ".git" / "coord" / "inbox" / "tmp").iterdir()) == []
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="names fsynced files by /proc")
+def test_a_verdict_from_another_machine_is_applied_with_the_state_alone_under_the_lock(
+        tmp_path: Path, make_repo: MakeRepo, coord: Cli, worker: Cli,
+        under_lock: list[str]) -> None:
+    m = desktop_and_laptop(tmp_path, make_repo, coord, worker)
+    built_task(m)
+    ok(m.coord("desktop", "audit", "task-001", "--roles", "review"))
+    ok(m.coord("desktop", "next"))
+    ok(m.worker("laptop", "sync"))
+    ok(m.worker("laptop", "start", "--role", "review", "--session", REVIEWER))
+    ok(m.worker("laptop", "review", "task-001", "--verdict", "approve", "--session", REVIEWER))
+    under_lock.clear()
+    doc = ok(m.coord("desktop", "sync"))
+    assert doc["applied"]["verdicts"] == ["task-001: review approve (laptop)"]
+    assert under_lock.count("hold") >= 1
+    # The mirror of the other machine's tasks is written with the state it mirrors.
+    mirror = [s for s in under_lock if ".mirror.json." in s or s.endswith("/coord/sync")]
+    assert [s for s in under_lock if s != "hold" and s not in mirror] == []
+    inbox = m.repos["desktop"] / ".git" / "coord" / "inbox"
+    assert list((inbox / "tmp").iterdir()) == []
+    assert ok(m.coord("desktop", "accept", "task-001"))["paths"] == ["app.py"]
