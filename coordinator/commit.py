@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hunkwise.shared import diff, git, snapshot, store
+from hunkwise.shared import diff, git, objects, snapshot, store
 from hunkwise.shared.context import Ctx, refuse_if_frozen
 from hunkwise.shared.errors import CheckFailed, StateRefused, UsageError
 from hunkwise.shared.models import check_rel_path
@@ -60,7 +60,7 @@ def commit_own(ctx: Ctx, paths: list[str], message: str) -> CommitResult:
             raise CheckFailed(f"nothing to commit: {', '.join(rel)} as in HEAD")
         entries = {c.path: (None if c.status == "D" else (c.new_mode, c.new_oid))
                    for c in changes}
-        tree = git.build_tree(ctx.repo, snap.head_tree, entries)
+        tree = objects.build_tree(ctx.repo, snap.head_tree, entries)
         parents = ("-p", snap.head) if snap.head else ()
         text = message.strip() + "\n"
         commit = git.run(ctx.repo, "commit-tree", tree, *parents,

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from hunkwise.coordinator.outcomes import discard_entries
-from hunkwise.shared import diff, git, store
+from hunkwise.shared import diff, git, objects, store
 from hunkwise.shared.context import Ctx, refuse_if_frozen
 from hunkwise.shared.diff import FileChange, Hunk
 from hunkwise.shared.errors import StateRefused, UsageError
@@ -136,8 +136,8 @@ def _record(ctx: Ctx, tv: TreeView, changes: list[FileChange],
     before: dict[str, tuple[str, str] | None] = {
         c.path: None if c.status == "D" else (c.new_mode, c.new_oid) for c in changes}
     base = tv.snap.head_tree
-    left = git.build_tree(ctx.repo, base, after)
-    were = git.build_tree(ctx.repo, base, before)
+    left = objects.build_tree(ctx.repo, base, after)
+    were = objects.build_tree(ctx.repo, base, before)
     head = git.head(ctx.repo)
     first = git.run(ctx.repo, "commit-tree", left, *(["-p", head] if head else []),
                     input=f"coord discard {what}: the paths as the discard left them\n".encode()
@@ -238,7 +238,7 @@ def undo(ctx: Ctx, ref: str) -> UndoResult:
         if problems:
             raise StateRefused("cannot undo " + ref + ": " + "; ".join(problems[:10])
                                + "; nothing was written")
-        for c, oid in zip(carried, git.hash_blobs(ctx.repo, contents), strict=True):
+        for c, oid in zip(carried, objects.hash_blobs(ctx.repo, contents), strict=True):
             entries[c.path] = (c.new_mode, oid)
         with store.locked(ctx.lay):
             refuse_if_frozen(store.load(ctx.lay), "coord discard --undo")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from hunkwise import inbox
-from hunkwise.shared import diff, git, recovery, store
+from hunkwise.shared import diff, git, objects, recovery, store
 from hunkwise.shared.context import Ctx, get_task
 from hunkwise.shared.diff import FileChange
 from hunkwise.shared.errors import StateRefused, UsageError
@@ -76,7 +76,7 @@ def discard_entries(ctx: Ctx, tv: TreeView, task_id: str,
             entries[c.path] = None
         else:
             entries[c.path] = (c.old_mode, c.old_oid)
-    for c, oid in zip(split, git.hash_blobs(ctx.repo, contents), strict=True):
+    for c, oid in zip(split, objects.hash_blobs(ctx.repo, contents), strict=True):
         entries[c.path] = (c.new_mode, oid)
     return entries
 

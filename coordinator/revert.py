@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from hunkwise.coordinator.accept import reset_index_paths, settle_journal
-from hunkwise.shared import diff, git, store
+from hunkwise.shared import diff, git, objects, store
 from hunkwise.shared.context import Ctx, get_task
 from hunkwise.shared.errors import StateRefused, UsageError
 from hunkwise.shared.models import Note, Task, TaskState
@@ -78,9 +78,9 @@ def _revert(ctx: Ctx, task_id: str) -> RevertResult:
             moved_by_path[c.path] = moved
         if problems:
             raise StateRefused(f"cannot revert {task_id}: " + "; ".join(problems[:10]))
-        for (path, mode), oid in zip(kept, git.hash_blobs(ctx.repo, contents), strict=True):
+        for (path, mode), oid in zip(kept, objects.hash_blobs(ctx.repo, contents), strict=True):
             entries[path] = (mode, oid)
-        tree = git.build_tree(ctx.repo, git.head_tree(ctx.repo), entries)
+        tree = objects.build_tree(ctx.repo, git.head_tree(ctx.repo), entries)
         subject = git.run(ctx.repo, "log", "-1", "--format=%s", commit).decode().strip()
         msg = (f'Revert "{subject}"\n\nThis reverts commit {commit}.\n\nCoord-Task: {task_id}\n')
         new = git.run(ctx.repo, "commit-tree", tree, "-p", head, input=msg.encode()).decode().strip()
@@ -134,7 +134,7 @@ def _update_tree(ctx: Ctx, old_head: str, entries: dict[str, tuple[str, str] | N
                 continue
             carried.append((p, (entries[p] or ("100644", ""))[0]))
     new = dict(clean)
-    for (p, mode), oid in zip(carried, git.hash_blobs(ctx.repo, contents), strict=True):
+    for (p, mode), oid in zip(carried, objects.hash_blobs(ctx.repo, contents), strict=True):
         new[p] = (mode, oid)
     if new:
         write_entries(ctx.repo, new, expect={p: (now[p] if p not in clean else old[p]) for p in new})

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import diff, git
+from . import diff, git, objects
 from .context import Ctx
 from .diff import FileChange
 from .errors import CheckFailed
@@ -60,7 +60,7 @@ def plan_commit(ctx: Ctx, tv: TreeView, task_id: str,
                               "give the working tree's bytes; nothing committed")
         new_contents.append(new)
     contents = {c.path: (c.new_mode, data) for c, data in zip(split, new_contents, strict=True)}
-    tree, written = git.write_tree(ctx.repo, tv.snap.head_tree, entries, contents)
+    tree, written = objects.write_tree(ctx.repo, tv.snap.head_tree, entries, contents)
     for c in split:
         entries[c.path] = (c.new_mode, written[c.path])
     want = {c.path for c in mine}

@@ -21,7 +21,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from . import diff, git, recovery, snapshot, store
+from . import diff, git, objects, recovery, snapshot, store
 from .diff import FileChange, Hunk
 from .errors import StateRefused
 from .models import Checkpoint, Saved, SavedKind, State, Task, report_path
@@ -97,7 +97,7 @@ def put_back(repo: Path, task: Task, saved: Saved, *, what: str, clash: str) -> 
         expect[path] = now_oid
     if problems:
         raise StateRefused(f"cannot {what}: " + "; ".join(problems[:10]) + "; nothing was written")
-    for (path, mode), oid in zip(spliced, git.hash_blobs(repo, contents), strict=True):
+    for (path, mode), oid in zip(spliced, objects.hash_blobs(repo, contents), strict=True):
         entries[path] = (mode, oid)
     if entries:
         write_entries(repo, entries, expect=expect)
@@ -198,7 +198,7 @@ def replace_held(ctx: Any, state: State, task: Task, incoming: Saved, *, what: s
         else:
             problems.append(f"{report_path(path)}: replaced as a whole in this tree")
             continue
-        plain_oid = git.hash_blobs(repo, [plain])[0]
+        plain_oid = objects.hash_blobs(repo, [plain])[0]
         through = diff.blob_hunks(repo, rc.old_oid, plain_oid) if plain_oid != rc.old_oid else []
         moved, clashes = diff.carry(recovery.recorded_hunks(incoming, rc), through)
         problems += [f"{report_path(path)}: {_lines(h)} were changed in this tree since the "
@@ -213,7 +213,7 @@ def replace_held(ctx: Any, state: State, task: Task, incoming: Saved, *, what: s
     if problems:
         raise StateRefused(f"cannot {what}: " + "; ".join(problems[:10]) + "; nothing was "
                            f"written ({again})")
-    oids = git.hash_blobs(repo, [t for _p, _m, t in texts]) if texts else []
+    oids = objects.hash_blobs(repo, [t for _p, _m, t in texts]) if texts else []
     for (path, mode, _t), oid in zip(texts, oids, strict=True):
         entries[path] = (mode, oid)
     entries = {p: e for p, e in entries.items()
@@ -266,7 +266,7 @@ def _changed_here(repo: Path, held: Saved | None, mine: dict[str, FileChange]) -
             continue
         actual = diff.splice(base, ch.hunks)
         if expected != actual:
-            e_oid, a_oid = git.hash_blobs(repo, [expected, actual])
+            e_oid, a_oid = objects.hash_blobs(repo, [expected, actual])
             for h in diff.blob_hunks(repo, e_oid, a_oid):
                 where = (f"lines {h.new_start}-{h.new_start + h.new_lines - 1}" if h.new_lines
                          else f"around line {h.new_start}")

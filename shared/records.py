@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from . import git, store
+from . import git, objects, store
 from .context import Ctx
 from .errors import UsageError
 
@@ -132,7 +132,7 @@ def plan_tree(repo: Path, entries: Nested) -> tuple[str, list[git.TreeEntries]]:
         flat = {name: ("040000", level(sub)) if isinstance(sub, dict) else sub
                 for name, sub in node.items()}
         trees.append(flat)
-        return git.tree_id(repo, flat)
+        return objects.tree_id(repo, flat)
 
     return level(entries), trees
 
@@ -140,7 +140,7 @@ def plan_tree(repo: Path, entries: Nested) -> tuple[str, list[git.TreeEntries]]:
 def mktree(repo: Path, entries: Nested) -> str:
     """plan_tree's tree, written: one `mktree --batch` writes every level."""
     root, trees = plan_tree(repo, entries)
-    git.make_trees(repo, trees)
+    objects.make_trees(repo, trees)
     return root
 
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from . import git, store
+from . import git, objects, store
 from .context import Ctx, machine_name
 from .errors import CoordError, GitError, UsageError
 from .models import ClaimRecord, Report, Task, TaskState
@@ -149,7 +149,7 @@ def publish(ctx: Ctx) -> str | None:
         names = list(blobs)
         contents = [blobs[n] for n in names] + [data for _n, data, _r in fresh]
         # Every id is computed here first: a sync that changes nothing writes nothing.
-        oids = [git.blob_id(repo, data) for data in contents]
+        oids = [objects.blob_id(repo, data) for data in contents]
         by_name = {n: str(o) for n, o in zip(names, oids[:len(names)], strict=True)}
         reports: Nested = dict(keep)
         for (name, _data, report), oid in zip(fresh, oids[len(names):], strict=True):
@@ -180,10 +180,10 @@ def publish(ctx: Ctx) -> str | None:
                 git.run(repo, "update-ref", ref, parent, git.null_oid(repo))
             _published(theirs)
             return parent
-        if git.hash_blobs(repo, contents) != oids:
+        if objects.hash_blobs(repo, contents) != oids:
             raise CoordError("git stored the records under other ids than computed; "
                              "is the repository's object format supported?")
-        git.make_trees(repo, levels)  # every level in one process
+        objects.make_trees(repo, levels)  # every level in one process
         env = {"GIT_AUTHOR_NAME": "hunkwise", "GIT_AUTHOR_EMAIL": f"hunkwise@{me}",
                "GIT_COMMITTER_NAME": "hunkwise", "GIT_COMMITTER_EMAIL": f"hunkwise@{me}"}
         args = ["commit-tree", tree, "-m", f"hunkwise records of {me}"]

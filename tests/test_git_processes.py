@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 import pytest
-from hunkwise.shared import diff, snapshot
+from hunkwise.shared import diff, objects, snapshot
 from hunkwise.shared import git as hgit
 
 from testing.cli import Cli, ok
@@ -156,9 +156,9 @@ def test_records_trees_are_the_trees_git_writes(make_repo: MakeRepo) -> None:
         if fmt == "sha256":
             repo = repo.parent / "sha256"
             git(repo.parent, "init", "-q", "--object-format=sha256", str(repo))
-        blob = hgit.hash_blobs(repo, [b"{}\n"])[0]
+        blob = objects.hash_blobs(repo, [b"{}\n"])[0]
         empty = git(repo, "mktree", input=b"").strip()
-        assert hgit.blob_id(repo, b"{}\n") == blob
+        assert objects.blob_id(repo, b"{}\n") == blob
         nested: records.Nested = {
             "report.json": ("100644", blob), "run.sh": ("100755", blob),
             "base": ("040000", empty), "snapshot": ("040000", empty),

@@ -264,13 +264,13 @@ def test_restore_discard_and_revert_with_non_utf8_and_newline_paths(make_repo, c
 # ---- compare-and-swap writes ----------------------------------------------------------------
 
 def test_write_entries_writes_nothing_when_a_file_moved_under_it(make_repo) -> None:
-    from hunkwise.shared import git as g
+    from hunkwise.shared import objects
     from hunkwise.shared.errors import StateRefused
     from hunkwise.shared.worktree import current_oids, write_entries
 
     repo = make_repo({"a.txt": "a\n", "b.txt": "b\n"})
     oids = current_oids(repo, ["a.txt", "b.txt"])
-    new = g.hash_blobs(repo, [b"A\n"])[0]
+    new = objects.hash_blobs(repo, [b"A\n"])[0]
     (repo / "b.txt").write_text("b, changed meanwhile\n")
     with pytest.raises(StateRefused, match="changed while this ran.*retry") as e:
         write_entries(repo, {"a.txt": ("100644", new), "b.txt": None}, expect=oids)
@@ -332,16 +332,16 @@ def test_discard_and_restore_race_an_appending_writer_and_lose_no_line(
 
     def edit_line_2(text: str) -> None:
         """Change line 2 with a compare-and-swap write, as an editor that checks would."""
-        from hunkwise.shared import git as g
+        from hunkwise.shared import objects
         from hunkwise.shared.worktree import current_oids, write_entries
 
         def once() -> None:
             before = (repo / "f.txt").read_bytes()
             rows = before.split(b"\n")
             rows[1] = text.encode()
-            oid = g.hash_blobs(repo, [b"\n".join(rows)])[0]
+            oid = objects.hash_blobs(repo, [b"\n".join(rows)])[0]
             expect = current_oids(repo, ["f.txt"])
-            if g.hash_blobs(repo, [before])[0] != expect["f.txt"]:
+            if objects.hash_blobs(repo, [before])[0] != expect["f.txt"]:
                 raise StateRefused("changed while this ran, retry")
             write_entries(repo, {"f.txt": ("100644", oid)}, expect=expect)
         retry(once)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hunkwise.shared import diff, snapshot
+from hunkwise.shared import diff, objects, snapshot
 from hunkwise.shared import git as hgit
 from hunkwise.shared.errors import GitError, StateRefused
 
@@ -312,9 +312,9 @@ def test_the_commands_one_reader_sees_refs_moved_and_objects_written_after_it_st
     repo = make_repo({"a.txt": "one\n"})
     first, tree = g.head_and_tree(repo)
     assert first is not None and g.file_at(repo, "HEAD", "a.txt") == b"one\n"
-    blob = g.hash_blobs(repo, [b"two\n", b"three\n"])  # written after the reader started
+    blob = objects.hash_blobs(repo, [b"two\n", b"three\n"])  # written after the reader started
     assert g.cat_blobs(repo, blob) == {blob[0]: b"two\n", blob[1]: b"three\n"}
-    new_tree = g.build_tree(repo, tree, {"a.txt": ("100644", blob[0])})
+    new_tree = objects.build_tree(repo, tree, {"a.txt": ("100644", blob[0])})
     commit = g.run(repo, "commit-tree", new_tree, "-p", first, "-m", "m").decode().strip()
     g.run(repo, "update-ref", "HEAD", commit, first)
     assert g.head(repo) == commit and g.head_tree(repo) == new_tree
@@ -385,7 +385,7 @@ def test_write_tree_gives_the_tree_an_index_would(make_repo, seed: int) -> None:
         if "d/e/y.txt" not in files:
             contents["d"] = ("100644", b"now a file\n")
     contents.setdefault("link", ("120000", b"keep.txt"))
-    tree, written = g.write_tree(repo, base, entries, contents)
+    tree, written = objects.write_tree(repo, base, entries, contents)
     expected_entries = dict(entries)
     expected_entries.update({p: (m, written[p]) for p, (m, _d) in contents.items()})
     assert tree == _tree_by_index(repo, base, expected_entries)
@@ -400,7 +400,7 @@ def test_write_tree_on_an_unborn_branch(tmp_path) -> None:
     repo = tmp_path / "unborn"
     repo.mkdir()
     git(repo, "init", "-q")
-    tree, written = g.write_tree(repo, g.empty_tree(repo), {}, {"a.txt": ("100644", b"a\n")})
+    tree, written = objects.write_tree(repo, g.empty_tree(repo), {}, {"a.txt": ("100644", b"a\n")})
     assert tree == _tree_by_index(repo, g.empty_tree(repo), {"a.txt": ("100644", written["a.txt"])})
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from hunkwise.shared import git as g
-from hunkwise.shared import worktree
+from hunkwise.shared import objects, worktree
 from hunkwise.shared.errors import StateRefused
 
 from testing.wait import wait_until
@@ -39,7 +39,7 @@ print("closed", flush=True)
 
 def _replace(repo: Path, text: bytes, box: dict[str, Any]) -> None:
     try:
-        oid = g.hash_blobs(repo, [text])[0]
+        oid = objects.hash_blobs(repo, [text])[0]
         worktree.write_entries(repo, {"f.txt": ("100644", oid)})
         box["result"] = "written"
     except StateRefused as e:
