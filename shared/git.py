@@ -120,9 +120,9 @@ def _plain_repo(start: Path) -> _Dirs | None:
     owns, whose config (no includes) sets no `core.worktree` or `core.bare`. Anything else
     (a linked worktree or submodule's `.git` file, GIT_CEILING_DIRECTORIES, a repository
     another user owns, which git's safe.directory rule judges) is left to git."""
-    if os.environ.get("GIT_CEILING_DIRECTORIES") or \
-            os.environ.get("GIT_DISCOVERY_ACROSS_FILESYSTEM"):
-        return None
+    if any(os.environ.get(k) for k in ("GIT_CEILING_DIRECTORIES", "GIT_DISCOVERY_ACROSS_FILESYSTEM",
+                                       "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT")):
+        return None  # discovery bounded, or settings given on the command line: git decides
     here = Path(os.path.realpath(start))
     for top in (here, *here.parents):
         dot = top / ".git"

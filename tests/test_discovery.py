@@ -56,9 +56,10 @@ def test_what_it_cannot_be_sure_of_is_left_to_git(tmp_path: Path,
         assert hgit._plain_repo(other) is None, name
     plain = init(tmp_path / "plain")
     assert hgit._plain_repo(plain) is not None
-    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
-    assert hgit._plain_repo(plain) is None
-    monkeypatch.delenv("GIT_CEILING_DIRECTORIES")
+    for key, value in (("GIT_CEILING_DIRECTORIES", str(tmp_path)), ("GIT_CONFIG_COUNT", "1")):
+        monkeypatch.setenv(key, value)
+        assert hgit._plain_repo(plain) is None, key
+        monkeypatch.delenv(key)
     (plain / ".git" / "config").write_text("[core]\n\tbare\n")  # a bare key: true
     assert hgit._plain_repo(plain) is None
     assert hgit._plain_repo(tmp_path) is None  # no repository at all
