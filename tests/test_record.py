@@ -11,7 +11,7 @@ import copy
 import json
 import random
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from hunkwise.shared import store
@@ -37,7 +37,7 @@ from hunkwise.shared.models import (
     parse_grant,
     validate_report,
 )
-from hunkwise.shared.record import RecordError
+from hunkwise.shared.record import F, Record, RecordError
 from hunkwise.shared.store import strict_json_loads
 
 DATA = Path(__file__).parent / "data"
@@ -249,3 +249,33 @@ def test_an_oversized_title_is_refused_by_assign_and_changes_nothing(make_repo, 
     assert r.code == 2
     assert r.doc["error"]["message"] == "invalid title: at most 65536 characters, not 65537"
     assert coord(repo, "status").doc["tasks"] == []
+
+
+
+class _Base(Record):
+    kind: str = "base"
+    items: list[int] = F(default_factory=list)
+
+
+class _Child(_Base):
+    note: ClassVar[str] = "not a field"
+    name: str
+    kind: str = "child"
+
+
+def test_a_record_declares_its_fields_as_a_keyword_only_dataclass_would() -> None:
+    """Fields come after the bases' (a redeclared one keeps its place), defaults and
+    factories fill what is not given, and a missing or unknown keyword is a TypeError."""
+    c = _Child(name="x")
+    assert [n for n, _ in _Child._decl] == ["kind", "items", "name"]
+    assert c.model_dump() == {"kind": "child", "items": [], "name": "x"}
+    assert c.items is not _Child(name="y").items  # a factory per instance
+    assert _Child.kind == "child" and _Child.note == "not a field"
+    with pytest.raises(TypeError, match="missing required keyword argument: 'name'"):
+        _Child()  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="unexpected keyword argument 'nmae'"):
+        _Child(name="x", nmae="y")  # type: ignore[call-arg]
+    assert c.model_copy(update={"kind": "other"}) == _Child(name="x", kind="other")
+    with pytest.raises(ValueError, match="mutable default"):
+        class Bad(Record):
+            items: list[int] = []  # noqa: RUF012
