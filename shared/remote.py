@@ -81,11 +81,15 @@ class Applied:
                 "claims": self.claims, "works": self.works, "quarantined": self.quarantined}
 
 
-def remote_machines(repo: Path) -> dict[str, str]:
-    """{machine: commit} of every fetched chain."""
-    out = git.run(repo, "for-each-ref", "--format=%(refname) %(objectname)", f"{SEEN}/")
+def remote_machines(repo: Path, refs: dict[str, str] | None = None) -> dict[str, str]:
+    """{machine: commit} of every fetched chain (from `refs`, {ref: commit}, when given)."""
+    if refs is None:
+        out = git.run(repo, "for-each-ref", "--format=%(refname) %(objectname)", f"{SEEN}/")
+        lines = out.decode().split("\n")
+    else:
+        lines = [f"{ref} {oid}" for ref, oid in refs.items()]
     found: dict[str, tuple[int, str]] = {}
-    for line in out.decode().split("\n"):
+    for line in lines:
         # The highest generation of each machine's chain (older ones go once compacted).
         m = re.fullmatch(rf"{SEEN}/([^/]+)/records(?:-([1-9][0-9]{{0,8}}))? ([0-9a-f]+)", line)
         if m and _MACHINE_RE.fullmatch(m[1]):

@@ -102,12 +102,20 @@ def _report_records(ctx: Ctx, me: str, current: dict[str, tuple[str, str]]
     return keep, fresh, theirs
 
 
-def publish(ctx: Ctx) -> str | None:
+def publish(ctx: Ctx, refs: dict[str, str] | None = None) -> str | None:
     """Write this machine's records as a new commit of its chain; return the commit (or
-    the unchanged one, or None when there is nothing to publish)."""
+    the unchanged one, or None when there is nothing to publish). `refs`: this machine's
+    chain refs ({ref: commit}, chain_refs) when the caller listed them; kept up to date
+    with what this writes, for the push that follows."""
     repo, me = ctx.repo, machine_name()
-    for _ in range(5):
-        ref = own_ref(me, repo)
+    for attempt in range(5):
+        if refs is None:
+            refs = chain_refs(repo, me)
+        elif attempt:  # a compare-and-swap failed: list them again
+            listed = chain_refs(repo, me)
+            refs.clear()
+            refs.update(listed)
+        ref = own_ref(me, repo, refs)
         state = store.load(ctx.lay)
         old = read_ref(repo, ref)
         # A fresh clone continues its own chain.
@@ -178,6 +186,7 @@ def publish(ctx: Ctx) -> str | None:
         if parent and git.tree_of(repo, parent) == tree:
             if old is None:
                 git.run(repo, "update-ref", ref, parent, git.null_oid(repo))
+                refs[ref] = parent
             _published(theirs)
             return parent
         if objects.hash_blobs(repo, contents) != oids:
@@ -199,11 +208,12 @@ def publish(ctx: Ctx) -> str | None:
         # Compare-and-swap: another command of this machine may have published meanwhile.
         if target != ref:
             rc, _ = git.run_rc(repo, "update-ref", target, commit, git.null_oid(repo))
-            if rc == 0 and old is not None:
-                git.run_rc(repo, "update-ref", "-d", ref, old)
+            if rc == 0 and old is not None and git.run_rc(repo, "update-ref", "-d", ref, old)[0] == 0:
+                refs.pop(ref, None)
         else:
             rc, _ = git.run_rc(repo, "update-ref", ref, commit, old or git.null_oid(repo))
         if rc == 0:
+            refs[target] = commit
             _published(theirs)
             return commit
     raise CoordError(f"{ref} kept moving while publishing; try again")
@@ -234,9 +244,10 @@ def _git_net(ctx: Ctx, *args: str) -> str | None:
     return None
 
 
-def push(ctx: Ctx, remote: str) -> str | None:
+def push(ctx: Ctx, remote: str, refs: dict[str, str] | None = None) -> str | None:
+    """Push this machine's chain (`refs`: its chain refs as publish left them, when known)."""
     me = machine_name()
-    refs = chain_refs(ctx.repo, me)
+    refs = chain_refs(ctx.repo, me) if refs is None else refs
     ref = own_ref(me, ctx.repo, refs)
     if read_ref(ctx.repo, ref) is None:
         return None
@@ -275,10 +286,18 @@ def sync(ctx: Ctx, remote: str | None = None) -> SyncResult:
         warnings.append(f"fetch from {name} failed: {why}; working from what was fetched before")
     from .remote import apply_remote, remote_machines
 
-    machines = remote_machines(ctx.repo)
+    # One listing of the refs serves the whole sync: the fetched chains, and this
+    # machine's own (which only this sync's publish moves, and tells).
+    out = git.run(ctx.repo, "for-each-ref", "--format=%(refname) %(objectname)",
+                  f"{SEEN}/", f"{OWN}/{machine_name()}/")
+    listed = dict(line.partition(" ")[::2] for line in out.decode().split("\n") if line)
+    machines = remote_machines(ctx.repo, {r: o for r, o in listed.items()
+                                          if r.startswith(f"{SEEN}/")})
+    chain = {r: o for r, o in listed.items() if r.startswith(
+        (f"{OWN}/{machine_name()}/", f"{SEEN}/{machine_name()}/"))}
     applied = apply_remote(ctx, machines)
-    commit = publish(ctx)
-    why = push(ctx, name)
+    commit = publish(ctx, chain)
+    why = push(ctx, name, chain)
     if why:
         warnings.append(f"push to {name} failed: {why}; it is pushed at the next sync")
     return {"machine": machine_name(), "remote": name, "published": commit,
