@@ -270,8 +270,10 @@ def fetch(ctx: Ctx, remote: str) -> str | None:
 
 # ---- the commands --------------------------------------------------------------------------
 
-def sync(ctx: Ctx, remote: str | None = None) -> SyncResult:
-    """`coord sync` / `worker sync`: fetch the others', apply, publish and push our own.
+def sync(ctx: Ctx, remote: str | None = None, *, fetching: bool = True) -> SyncResult:
+    """`coord sync` / `worker sync`: fetch the others', apply, publish and push our own
+    (without `fetching`, only what this machine has to send goes: a command that synced
+    when it began and changed something since).
 
     A failed fetch or push is a warning: what was not pushed is pushed by the next sync,
     since the chain only grows.
@@ -281,7 +283,7 @@ def sync(ctx: Ctx, remote: str | None = None) -> SyncResult:
         raise UsageError("no remote to sync with: set [remote] name in coord.toml (committed) "
                          "or pass --remote NAME")
     warnings: list[str] = []
-    why = fetch(ctx, name)
+    why = fetch(ctx, name) if fetching else None
     if why:
         warnings.append(f"fetch from {name} failed: {why}; working from what was fetched before")
     from .remote import apply_remote, remote_machines
@@ -305,12 +307,12 @@ def sync(ctx: Ctx, remote: str | None = None) -> SyncResult:
             "applied": applied.public(), "warnings": warnings}
 
 
-def auto(ctx: Ctx) -> list[str]:
+def auto(ctx: Ctx, *, fetching: bool = True) -> list[str]:
     """The sync a command runs by itself when `[remote] name` is set: warnings only."""
     try:
         if not ctx.config.remote.name:
             return []
-        doc = sync(ctx)
+        doc = sync(ctx, fetching=fetching)
     except CoordError as e:
         return [f"sync skipped: {e.message}"]
     return list(doc["warnings"]) + [f"quarantined {q['record']} from {q['machine']}: {q['reason']}"

@@ -16,7 +16,7 @@ from hunkwise.shared import diff, objects, snapshot
 from hunkwise.shared import git as hgit
 
 from testing.cli import Cli, ok
-from testing.machines import built_task, desktop_and_laptop
+from testing.machines import REVIEWER, built_task, desktop_and_laptop
 from testing.repo import MakeRepo, git, numbered, set_line, write
 from testing.trace import named, traced
 
@@ -192,6 +192,22 @@ def test_a_sync_that_changes_nothing_writes_nothing_and_pushes_nothing(
               ("fast-import", "hash-object", "mktree", "commit-tree", "update-ref", "push")]
     assert writes == [], again
     assert len(again) <= 3, again  # the fetch, one ref listing and the one reader
+
+
+def test_a_verdict_is_fetched_for_once_and_pushed_once(
+        tmp_path: Path, make_repo: MakeRepo, coord: Cli, worker: Cli,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`worker review --verdict` syncs when it begins (to see the request) and sends the
+    verdict when it ends, without a second fetch."""
+    m = desktop_and_laptop(tmp_path, make_repo, coord, worker)
+    built_task(m)
+    ok(m.coord("desktop", "audit", "task-001", "--roles", "review"))
+    ok(m.coord("desktop", "next"))
+    ok(m.worker("laptop", "start", "--role", "review", "--session", REVIEWER))
+    monkeypatch.setenv("HUNKWISE_MACHINE", "laptop")
+    started = traced(tmp_path)("worker", m.repos["laptop"], "review", "task-001",
+                               "--verdict", "approve", "--session", REVIEWER)
+    assert len(named(started, "fetch")) == 1 and len(named(started, "push")) == 1, started
 
 
 def test_a_first_worker_start_reads_the_tree_once(make_repo: MakeRepo, coord: Cli,

@@ -25,11 +25,11 @@ def _ctx(repo: str | None):  # type: ignore[no-untyped-def]
     return open_repo(repo)
 
 
-def _autosync(ctx) -> None:  # type: ignore[no-untyped-def]
+def _autosync(ctx, fetching: bool = True) -> None:  # type: ignore[no-untyped-def]
     """With `[remote] name` set, sync with the other machines (warnings only)."""
     from hunkwise.shared import sync
 
-    sync.warn(sync.auto(ctx))
+    sync.warn(sync.auto(ctx, fetching=fetching))
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -268,7 +268,7 @@ def review_cmd(task_id: str, session: str | None, verdict: str | None, notes: st
              or f"{task_id}: no changes to review")
         return
     doc = core.review(ctx, task_id, session=session, verdict=verdict, notes=notes, role=role)
-    _autosync(ctx)  # the verdict travels now
+    _autosync(ctx, fetching=False)  # the verdict travels now (fetched when this began)
     emit(doc, as_json, lambda d: f"{task_id}: {d['role']} {verdict} delivered by {d['session']}"
          f"\nexport COORD_SESSION={d['session']}")
 
