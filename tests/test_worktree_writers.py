@@ -25,13 +25,15 @@ from testing.wait import wait_until
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="the kernel tells open writers only on Linux")
 
-# Opens the file for appending, says so, and writes one line when told to, then closes.
-HOLDER = r"""
+# Opens the file for writing (appending, or truncating as `open(path, "w")` does), says
+# so, writes one line when told to, then closes.
+WRITER = r"""
 import os, sys
-fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)
+truncate = sys.argv[2] == "truncate"
+fd = os.open(sys.argv[1], os.O_WRONLY | (os.O_TRUNC if truncate else os.O_APPEND))
 print("open", flush=True)
 sys.stdin.readline()
-os.write(fd, b"late line\n")
+os.write(fd, b"new content\n" if truncate else b"late line\n")
 os.close(fd)
 print("closed", flush=True)
 """
@@ -55,7 +57,7 @@ def test_a_write_into_the_replaced_file_is_kept(make_repo, monkeypatch) -> None:
     if real is not None:
         monkeypatch.setattr(worktree, "_held_for_writing",
                             lambda p: calls.append(p) or real(p))
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(repo / "f.txt")],
+    holder = subprocess.Popen([sys.executable, "-c", WRITER, str(repo / "f.txt"), "append"],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout is not None and holder.stdin is not None
@@ -81,7 +83,7 @@ def test_a_write_into_the_replaced_file_is_kept(make_repo, monkeypatch) -> None:
 def test_a_writer_that_keeps_the_file_open_gets_the_write_refused(make_repo, monkeypatch) -> None:
     repo = make_repo({"f.txt": "one\n"})
     monkeypatch.setattr(worktree, "LATE_WAIT_S", 0.2)
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(repo / "f.txt")],
+    holder = subprocess.Popen([sys.executable, "-c", WRITER, str(repo / "f.txt"), "append"],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout is not None and holder.stdin is not None
@@ -110,25 +112,13 @@ def test_a_reader_holding_the_file_open_does_not_hold_the_write_up(make_repo, mo
     assert (repo / "f.txt").read_bytes() == b"two\n"
 
 
-# Truncates the file (as `open(path, "w")` does), says so, writes when told to, closes.
-TRUNCATOR = r"""
-import os, sys
-fd = os.open(sys.argv[1], os.O_WRONLY | os.O_TRUNC)
-print("open", flush=True)
-sys.stdin.readline()
-os.write(fd, b"new content\n")
-os.close(fd)
-print("closed", flush=True)
-"""
-
-
 def test_a_snapshot_never_takes_a_file_emptied_by_a_writer_still_writing(make_repo) -> None:
     """A writer that truncated a file and has not written it yet (descheduled on a loaded
     machine, however long) leaves it empty: a snapshot must not report it emptied."""
     from hunkwise.shared import snapshot
 
     repo = make_repo({"gen.txt": "old content\n"})
-    holder = subprocess.Popen([sys.executable, "-c", TRUNCATOR, str(repo / "gen.txt")],
+    holder = subprocess.Popen([sys.executable, "-c", WRITER, str(repo / "gen.txt"), "truncate"],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout is not None and holder.stdin is not None
