@@ -122,9 +122,10 @@ def publish(staged: Staged) -> Path:
     make the link durable, drop the `tmp/` name and the lock."""
     try:
         final = link(staged)
-        fsync_dir(staged.inbox / "new")
-    finally:
+    except BaseException:
         drop(staged)
+        raise
+    published(staged)
     return final
 
 

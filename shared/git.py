@@ -176,32 +176,45 @@ def _object_format_of(config: Path) -> str | None:
     return fmt if fmt in HEX_LENGTHS else None
 
 
+def _asked(start: Path) -> _Dirs:
+    """What `git rev-parse` says of the repository holding `start`."""
+    rc, out = run_rc(start, "rev-parse", "--show-toplevel", "--git-common-dir",
+                     "--absolute-git-dir", "--show-object-format")
+    lines = out.split(b"\n")
+    if rc != 0 or len(lines) < 4 or not lines[0]:
+        raise UsageError(f"{start}: not inside a git work tree (use --repo PATH)")
+    top = Path(os.fsdecode(lines[0]))
+    common = Path(os.fsdecode(lines[1]))
+    common = common if common.is_absolute() else (start / common).resolve()
+    fmt = lines[3].decode().strip()
+    if fmt not in HEX_LENGTHS:
+        raise UsageError(f"{top}: object format {fmt!r} is not supported (sha1, sha256)")
+    return _Dirs(top, common, Path(os.fsdecode(lines[2])), fmt)
+
+
 def _dirs(start: Path) -> _Dirs:
     """Top level, common dir, git dir and object format, cached per process: found by
     `_plain_repo` where it can, else with one rev-parse."""
     key = str(start)
     if key not in _DIRS:
-        plain = _plain_repo(start)
-        if plain is not None:
-            _DIRS[key] = plain
-            _DIRS.setdefault(str(plain.top), plain)
-            _LAST_FORMAT[0] = plain.object_format
-            return plain
-        rc, out = run_rc(start, "rev-parse", "--show-toplevel", "--git-common-dir",
-                         "--absolute-git-dir", "--show-object-format")
-        lines = out.split(b"\n")
-        if rc != 0 or len(lines) < 4 or not lines[0]:
-            raise UsageError(f"{start}: not inside a git work tree (use --repo PATH)")
-        top = Path(os.fsdecode(lines[0]))
-        common = Path(os.fsdecode(lines[1]))
-        common = common if common.is_absolute() else (start / common).resolve()
-        fmt = lines[3].decode().strip()
-        if fmt not in HEX_LENGTHS:
-            raise UsageError(f"{top}: object format {fmt!r} is not supported (sha1, sha256)")
-        _DIRS[key] = _Dirs(top, common, Path(os.fsdecode(lines[2])), fmt)
-        _DIRS.setdefault(str(top), _DIRS[key])
+        _DIRS[key] = _plain_repo(start) or _asked(start)
+        _DIRS.setdefault(str(_DIRS[key].top), _DIRS[key])
     _LAST_FORMAT[0] = _DIRS[key].object_format
     return _DIRS[key]
+
+
+def resolve(repo: Path, name: str) -> Sha:
+    """The object id a revision names, through the command's reader; git's own error (from
+    `rev-parse`) when it names none."""
+    found = read_objects(repo, [name])[0]
+    return Sha(found[0]) if found is not None else \
+        Sha(run(repo, "rev-parse", name).decode().strip())
+
+
+def list_refs(repo: Path, *prefixes: str) -> dict[str, str]:
+    """{ref: object id} of the refs under `prefixes`, with one `for-each-ref`."""
+    out = run(repo, "for-each-ref", "--format=%(refname) %(objectname)", *prefixes)
+    return dict(line.partition(" ")[::2] for line in out.decode().split("\n") if line)
 
 
 def toplevel(start: Path | str | None) -> Path:

@@ -42,9 +42,7 @@ def gen_ref(prefix: str, machine: str, gen: int) -> str:
 def chain_refs(repo: Path, machine: str) -> dict[str, str]:
     """{ref: commit} of a machine's chain refs, its own and the fetched copies, listed by one
     `for-each-ref`."""
-    out = git.run(repo, "for-each-ref", "--format=%(refname) %(objectname)",
-                  f"{OWN}/{machine}/", f"{SEEN}/{machine}/")
-    return dict(line.partition(" ")[::2] for line in out.decode().split("\n") if line)
+    return git.list_refs(repo, f"{OWN}/{machine}/", f"{SEEN}/{machine}/")
 
 
 def generations(repo: Path, prefix: str, machine: str,

@@ -83,13 +83,9 @@ class Applied:
 
 def remote_machines(repo: Path, refs: dict[str, str] | None = None) -> dict[str, str]:
     """{machine: commit} of every fetched chain (from `refs`, {ref: commit}, when given)."""
-    if refs is None:
-        out = git.run(repo, "for-each-ref", "--format=%(refname) %(objectname)", f"{SEEN}/")
-        lines = out.decode().split("\n")
-    else:
-        lines = [f"{ref} {oid}" for ref, oid in refs.items()]
+    refs = git.list_refs(repo, f"{SEEN}/") if refs is None else refs
     found: dict[str, tuple[int, str]] = {}
-    for line in lines:
+    for line in (f"{ref} {oid}" for ref, oid in refs.items()):
         # The highest generation of each machine's chain (older ones go once compacted).
         m = re.fullmatch(rf"{SEEN}/([^/]+)/records(?:-([1-9][0-9]{{0,8}}))? ([0-9a-f]+)", line)
         if m and _MACHINE_RE.fullmatch(m[1]):
@@ -450,10 +446,7 @@ def newest_report(ctx: Ctx, task_id: str) -> tuple[Report, str, str, str] | None
         return None
     found.sort(key=lambda f: (f[0], f[1]))
     _rev, _t, report, base, snap, machine = found[-1]
-    found_base = git.read_objects(ctx.repo, [base])[0]
-    base = found_base[0] if found_base is not None else \
-        git.run(ctx.repo, "rev-parse", base).decode().strip()  # git's own error
-    return report, base, snap, machine
+    return report, git.resolve(ctx.repo, base), snap, machine
 
 
 def grants_at(repo: Path, task: Task, ranges_at: str | None, base: str) -> Task:
@@ -465,9 +458,7 @@ def grants_at(repo: Path, task: Task, ranges_at: str | None, base: str) -> Task:
     paths = sorted({g.path for g in task.grants if g.kind == "range"})
     if not paths or not ranges_at or not has_object(repo, ranges_at):
         return task
-    found = git.read_objects(repo, [f"{ranges_at}^{{tree}}"])[0]
-    old = found[0] if found is not None else \
-        git.run(repo, "rev-parse", f"{ranges_at}^{{tree}}").decode().strip()
+    old = git.resolve(repo, f"{ranges_at}^{{tree}}")
     if old == base:
         return task
     by_path = {c.path: c for c in diff.diff_trees(repo, old, base, paths)}

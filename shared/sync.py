@@ -290,9 +290,7 @@ def sync(ctx: Ctx, remote: str | None = None, *, fetching: bool = True) -> SyncR
 
     # One listing of the refs serves the whole sync: the fetched chains, and this
     # machine's own (which only this sync's publish moves, and tells).
-    out = git.run(ctx.repo, "for-each-ref", "--format=%(refname) %(objectname)",
-                  f"{SEEN}/", f"{OWN}/{machine_name()}/")
-    listed = dict(line.partition(" ")[::2] for line in out.decode().split("\n") if line)
+    listed = git.list_refs(ctx.repo, f"{SEEN}/", f"{OWN}/{machine_name()}/")
     machines = remote_machines(ctx.repo, {r: o for r, o in listed.items()
                                           if r.startswith(f"{SEEN}/")})
     chain = {r: o for r, o in listed.items() if r.startswith(
