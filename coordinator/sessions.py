@@ -14,7 +14,7 @@ from hunkwise.shared.errors import StateRefused, UsageError
 from hunkwise.shared.models import Checkpoint, SignalType, State, TaskState
 from hunkwise.shared.output import printable
 from hunkwise.shared.signals import close as close_signal
-from hunkwise.shared.signals import save_handoff, send
+from hunkwise.shared.signals import handoff_file, send, write_handoff
 from hunkwise.shared.tree import active_tasks, view
 
 if TYPE_CHECKING:
@@ -61,7 +61,8 @@ def recover(ctx: Ctx, task_id: str, note: str) -> RecoverResult:
                         next=last.next if last else "no checkpoint was recorded: read the diff",
                         context=(note + ("\n" if note and last else "") + (last.context if last else "")),
                         files=files, commits=last.commits if last else [], kind="recovery")
-        cp.file = str(save_handoff(ctx.lay.root, cp))
+        path, data = handoff_file(ctx.lay.root, cp)
+        cp.file = str(path)
         state.checkpoints[f"handoff|{task_id}"] = cp
         task.state = TaskState.ASSIGNED
         task.claim = None
@@ -71,6 +72,7 @@ def recover(ctx: Ctx, task_id: str, note: str) -> RecoverResult:
         # (reviewers and other roles have nothing to resume).
         send(state, sender=coordinator_session(), to=f"{session_role(c.session)}@*", kind=SignalType.HANDOFF,
              about=task_id, payload=f"recovered from stale {c.session}: " + cp.next)
+    write_handoff(path, data)
     return {"task": task.public(), "handoff": cp.public(),
             "stale_session": c.session}
 

@@ -124,15 +124,19 @@ def audit_targets(signals: list[Signal], task_id: str, role: str) -> list[str]:
     return out
 
 
-def save_handoff(root: Path, cp: Checkpoint) -> Path:
-    """Write a handoff file (JSON) under the state directory; return its path."""
+def handoff_file(root: Path, cp: Checkpoint) -> tuple[Path, bytes]:
+    """Where a handoff's file (JSON, under the state directory) goes, and what it holds:
+    decided under the state lock, written after it (`write_handoff`), as the checkpoint
+    was before it names the file."""
     import json
     import os
 
+    name = f"{cp.task}-{dt.datetime.now().strftime('%Y%m%d-%H%M%S')}-{os.urandom(3).hex()}.json"
+    return root / "handoffs" / name, json.dumps(cp.model_dump(), indent=1).encode()
+
+
+def write_handoff(path: Path, data: bytes) -> None:
     from .store import atomic_write
 
-    d = root / "handoffs"
-    d.mkdir(parents=True, exist_ok=True)
-    name = f"{cp.task}-{dt.datetime.now().strftime('%Y%m%d-%H%M%S')}-{os.urandom(3).hex()}.json"
-    atomic_write(d / name, json.dumps(cp.model_dump(), indent=1).encode())
-    return d / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, data)

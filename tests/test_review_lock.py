@@ -87,3 +87,39 @@ def test_a_verdict_from_another_machine_is_applied_with_the_state_alone_under_th
     inbox = m.repos["desktop"] / ".git" / "coord" / "inbox"
     assert list((inbox / "tmp").iterdir()) == []
     assert ok(m.coord("desktop", "accept", "task-001"))["paths"] == ["app.py"]
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="names fsynced files by /proc")
+def test_no_worker_command_starts_git_or_fsyncs_more_than_the_state_under_the_lock(
+        make_repo: MakeRepo, coord: Cli, worker: Cli, under_lock: list[str]) -> None:
+    """What the README promises of every worker command: under the state lock, the state
+    alone (HEAD may be read through the command's running reader)."""
+    repo = make_repo({"a.txt": numbered(9), "b.txt": numbered(9)})
+    ok(coord(repo, "assign", "A", "--title", "a", "--expect", "e", "--write", "a.txt:1-4"))
+    ok(coord(repo, "assign", "B", "--title", "b", "--expect", "e", "--write", "b.txt"))
+    ok(coord(repo, "audit", "A", "--roles", "review"))
+    slow: dict[str, list[str]] = {}
+
+    def run(*args: str, session: str | None = None) -> Any:
+        under_lock.clear()
+        doc = ok(worker(repo, *args, session=session))
+        assert "hold" in under_lock, args
+        found = [s for s in under_lock if s != "hold" and s != "git read ['HEAD']"]
+        if found:
+            slow[" ".join(args[:2])] = found
+        return doc
+
+    s = run("start", "A")["session"]
+    run("start", "B", session=BUILD)
+    (repo / "a.txt").write_text(numbered(9).replace("line 2\n", "A's line\n"))
+    (repo / "b.txt").write_text(numbered(9).replace("line 5\n", "B's line\n"))
+    run("heartbeat", "A", session=s)
+    run("checkpoint", "B", "--next", "resume b.txt at ## B — context: half done", session=BUILD)
+    run("signal", "--to", "coordinator@*", "--type", "BLOCKED_ON", "--about", "A",
+        session=s)
+    run("ask", "A", "--question", "which name?", session=s)
+    run("handoff", "B", "--to", "sess-20260101-0930-build@box", "--next",
+        "resume b.txt at ## B — context: over to you", session=BUILD)
+    run("done", "A", session=s)
+    run("review", "A", "--verdict", "approve")
+    assert slow == {}

@@ -46,10 +46,11 @@ from hunkwise.shared.signals import (
     check_target,
     check_type,
     close_about,
+    handoff_file,
     pending_for,
-    save_handoff,
     seen_by,
     send,
+    write_handoff,
 )
 from hunkwise.shared.tree import active_tasks, view
 
@@ -199,7 +200,8 @@ def handoff(ctx: Ctx, task_id: str, *, session: str | None, to: str, next_step: 
         now = store.now()
         cp = Checkpoint(task=task_id, session=s, at=now, next=next_step, context=context,
                         files=files, commits=commits, kind="handoff", to=to, saved=saved)
-        cp.file = str(save_handoff(ctx.lay.root, cp))
+        path, data = handoff_file(ctx.lay.root, cp)
+        cp.file = str(path)
         state.checkpoints[f"handoff|{task_id}"] = cp
         sig = send(state, sender=s, to=to, kind=SignalType.HANDOFF, about=task_id, payload=next_step)
         task.state = TaskState.ASSIGNED
@@ -210,6 +212,7 @@ def handoff(ctx: Ctx, task_id: str, *, session: str | None, to: str, next_step: 
             # Its edits stay in this tree; the report that comes back replaces them.
             task.handover = Handover(machine=away or "*", held=saved)
         task.updated_at = now
+    write_handoff(path, data)
     return {"handoff": cp.public(),
             "signal": sig.public(), "task": task.public(),
             **lost}
