@@ -146,7 +146,7 @@ def _record(ctx: Ctx, tv: TreeView, changes: list[FileChange],
            f"git diff REF^ REF shows them; coord discard --undo REF puts them back.\n")
     second = git.run(ctx.repo, "commit-tree", were, "-p", first,
                      input=msg.encode()).decode().strip()
-    taken = git.run(ctx.repo, "for-each-ref", "--format=%(refname)", PREFIX).decode().split()
+    taken = list(git.list_refs(ctx.repo, PREFIX))
     n = max((int(r.removeprefix(PREFIX)) for r in taken if r.removeprefix(PREFIX).isdigit()),
             default=0)
     for _ in range(20):

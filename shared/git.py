@@ -466,8 +466,7 @@ def file_at(repo: Path, rev: str, path: str) -> bytes | None:
 
 def delete_refs(repo: Path, *prefixes: str) -> int:
     """Delete every ref under the `prefixes` (our own bookkeeping refs only)."""
-    out = run(repo, "for-each-ref", "--format=%(refname)", *prefixes)
-    refs = [r for r in out.decode().split("\n") if r]
+    refs = list(list_refs(repo, *prefixes))
     if refs:
         run(repo, "update-ref", "--stdin", input="".join(f"delete {r}\n" for r in refs).encode())
     return len(refs)
