@@ -39,6 +39,23 @@ print("closed", flush=True)
 """
 
 
+def _writer(path: Path, how: str) -> subprocess.Popen[str]:
+    """WRITER started on `path` ("append" or "truncate"), once it holds the file open."""
+    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(path), how],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdin is not None
+    assert proc.stdout.readline() == "open\n"
+    return proc
+
+
+def _let_write(proc: subprocess.Popen[str]) -> None:
+    """Tell a started WRITER to write and close; return once it has."""
+    assert proc.stdout is not None and proc.stdin is not None
+    proc.stdin.write("go\n")
+    proc.stdin.flush()
+    assert proc.stdout.readline() == "closed\n"
+
+
 def _replace(repo: Path, text: bytes, box: dict[str, Any]) -> None:
     try:
         oid = objects.hash_blobs(repo, [text])[0]
@@ -57,20 +74,15 @@ def test_a_write_into_the_replaced_file_is_kept(make_repo, monkeypatch) -> None:
     if real is not None:
         monkeypatch.setattr(worktree, "_held_for_writing",
                             lambda p: calls.append(p) or real(p))
-    holder = subprocess.Popen([sys.executable, "-c", WRITER, str(repo / "f.txt"), "append"],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    holder = _writer(repo / "f.txt", "append")
     try:
-        assert holder.stdout is not None and holder.stdin is not None
-        assert holder.stdout.readline() == "open\n"
         box: dict[str, Any] = {}
         t = threading.Thread(target=_replace, args=(repo, b"two\n", box))
         t.start()
         # The new file is in place; the write is either over or waiting for the holder.
         wait_until(lambda: (repo / "f.txt").read_bytes() == b"two\n" or box, what="the rename")
         wait_until(lambda: not t.is_alive() or len(calls) >= 3, what="the write to wait")
-        holder.stdin.write("go\n")
-        holder.stdin.flush()
-        assert holder.stdout.readline() == "closed\n"
+        _let_write(holder)
         t.join(timeout=60)
     finally:
         holder.kill()
@@ -83,18 +95,13 @@ def test_a_write_into_the_replaced_file_is_kept(make_repo, monkeypatch) -> None:
 def test_a_writer_that_keeps_the_file_open_gets_the_write_refused(make_repo, monkeypatch) -> None:
     repo = make_repo({"f.txt": "one\n"})
     monkeypatch.setattr(worktree, "LATE_WAIT_S", 0.2)
-    holder = subprocess.Popen([sys.executable, "-c", WRITER, str(repo / "f.txt"), "append"],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    holder = _writer(repo / "f.txt", "append")
     try:
-        assert holder.stdout is not None and holder.stdin is not None
-        assert holder.stdout.readline() == "open\n"
         box: dict[str, Any] = {}
         _replace(repo, b"two\n", box)
         assert "changed while this ran" in box["result"], box
         assert (repo / "f.txt").read_bytes() == b"one\n"
-        holder.stdin.write("go\n")
-        holder.stdin.flush()
-        assert holder.stdout.readline() == "closed\n"
+        _let_write(holder)
     finally:
         holder.kill()
         holder.wait()
@@ -118,18 +125,13 @@ def test_a_snapshot_never_takes_a_file_emptied_by_a_writer_still_writing(make_re
     from hunkwise.shared import snapshot
 
     repo = make_repo({"gen.txt": "old content\n"})
-    holder = subprocess.Popen([sys.executable, "-c", WRITER, str(repo / "gen.txt"), "truncate"],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    holder = _writer(repo / "gen.txt", "truncate")
     try:
-        assert holder.stdout is not None and holder.stdin is not None
-        assert holder.stdout.readline() == "open\n"
         assert (repo / "gen.txt").read_bytes() == b""
         with pytest.raises(StateRefused) as e:
             snapshot.take(repo)
         assert "tree changing, retry" in e.value.message
-        holder.stdin.write("go\n")
-        holder.stdin.flush()
-        assert holder.stdout.readline() == "closed\n"
+        _let_write(holder)
         snap = snapshot.take(repo)
         assert g.file_at(repo, snap.tree, "gen.txt") == b"new content\n"
     finally:
