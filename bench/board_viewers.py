@@ -163,7 +163,7 @@ class Changer:
     """Changes the state once a second: a heartbeat through the worker's core function."""
 
     def __init__(self, repo: Path, claimed: list[tuple[str, str]]) -> None:
-        from hunkwise.shared.context import open_repo
+        from hunkwise.shared.state.context import open_repo
 
         self.ctx = open_repo(str(repo))
         self.claimed = claimed

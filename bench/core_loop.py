@@ -139,7 +139,7 @@ def fill_inbox(inbox_dir: Path, template: bytes, task_ids: list[str], count: int
         names.append(path.name)
     # Revisions come from the state (a report whose revision it never handed out is
     # quarantined as forged): hand out the fillers' revisions as `worker done` does.
-    from hunkwise.shared import store
+    from hunkwise.shared.state import store
 
     last = {}
     for name in names:

@@ -136,7 +136,7 @@ def replicate_history(root: Path, tasks: int, signals: int, reports: int) -> dic
     """Grow the archive and the read inbox of the state directory `root` to the given sizes,
     by copying the records and reports the real batches left there, under new ids."""
     from hunkwise import inbox
-    from hunkwise.shared import store
+    from hunkwise.shared.state import store
 
     lay = store.Layout(repo=root.parent.parent, root=root)
     t_tmpl = store.archived(lay, "task")
@@ -173,7 +173,7 @@ def replicate_history(root: Path, tasks: int, signals: int, reports: int) -> dic
                                                          about=f"old{i % max(1, tasks) + 1:05d}")})
     store.archive(lay, records)  # the writer coord thaw uses: one append, fsynced
     # Spot-check: what was written reads back as the product's models.
-    from hunkwise.shared.models import Signal, Task
+    from hunkwise.shared.state.models import Signal, Task
 
     Task.model_validate(store.archived(lay, "task")[-1])
     Signal.model_validate(store.archived(lay, "signal")[-1])
@@ -183,7 +183,7 @@ def replicate_history(root: Path, tasks: int, signals: int, reports: int) -> dic
 
 
 def history_size(root: Path) -> dict[str, Any]:
-    from hunkwise.shared import store
+    from hunkwise.shared.state import store
 
     lay = store.Layout(repo=root.parent.parent, root=root)
     archive = root / store.ARCHIVE

@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ.clear()
         os.environ.update(sb.env)  # hermetic: the product's git.run reads os.environ
         sys.path.insert(0, str(ROOT))
-        from hunkwise.shared import snapshot as product_snapshot
+        from hunkwise.shared.hunks import snapshot as product_snapshot
 
         expected_tree = product_snapshot.take(sb.repo).tree
 

@@ -25,21 +25,23 @@ from typing import TYPE_CHECKING, Any
 
 from hunkwise import inbox
 from hunkwise.coordinator.review import newest_report, validate
-from hunkwise.shared import git, recovery, store
-from hunkwise.shared.checks import failure_text, run_checks
-from hunkwise.shared.commitplan import Plan, plan_commit  # noqa: F401 - re-exported
-from hunkwise.shared.context import Ctx, get_task, iso
+from hunkwise.shared import git
 from hunkwise.shared.errors import CheckFailed, StateRefused
-from hunkwise.shared.models import AuditVerdict, Task, TaskState, WorkReport
-from hunkwise.shared.recovery import kill_point
-from hunkwise.shared.tree import active_tasks, sync_ranges, view
+from hunkwise.shared.hunks.commitplan import Plan, plan_commit  # noqa: F401 - re-exported
+from hunkwise.shared.hunks.taskview import active_tasks, sync_ranges, view
+from hunkwise.shared.state import store
+from hunkwise.shared.state.context import Ctx, get_task, iso
+from hunkwise.shared.state.models import AuditVerdict, Task, TaskState, WorkReport
+from hunkwise.shared.work import recovery
+from hunkwise.shared.work.checks import failure_text, run_checks
+from hunkwise.shared.work.recovery import kill_point
 
 MAX_ATTEMPTS = 5
 _TRAILER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*: \S")
 COMMIT_LOCK_WAIT_S = 600.0
 
 if TYPE_CHECKING:
-    from hunkwise.shared.results import AcceptJournal, AcceptResult, Repaired
+    from hunkwise.shared.state.documents import AcceptJournal, AcceptResult, Repaired
 
 
 def commit_message(task: Task, report: WorkReport, message: str | None,
@@ -69,8 +71,8 @@ def commit_message(task: Task, report: WorkReport, message: str | None,
 def approving_sessions(ctx: Ctx, task: Task, revision: int) -> list[str]:
     """The sessions whose newest verdict on this revision approves, for the roles the
     audit counts as approved (verdicts are inbox reports, remote ones included)."""
-    from hunkwise.shared.context import session_role
     from hunkwise.shared.errors import CoordError
+    from hunkwise.shared.state.context import session_role
 
     newest: dict[str, str] = {}
     for e in inbox.find_task_reports(ctx.lay.inbox, task.id):

@@ -34,12 +34,12 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 from hunkwise.coordinator.board_render import e, page_template, render
-from hunkwise.shared import store
-from hunkwise.shared.context import Ctx, iso
 from hunkwise.shared.errors import CoordError, UsageError
+from hunkwise.shared.state import store
+from hunkwise.shared.state.context import Ctx, iso
 
 if TYPE_CHECKING:
-    from hunkwise.shared.results import (
+    from hunkwise.shared.state.documents import (
         BoardSignal,
         BoardState,
         BoardTask,
@@ -137,7 +137,7 @@ def board_state(ctx: Ctx, *, lost: list[LostWork] | None = None,
 
 def _lost(ctx: Ctx) -> list[LostWork]:
     from hunkwise.coordinator.restore import lost_tasks
-    from hunkwise.shared.tree import active_tasks, view
+    from hunkwise.shared.hunks.taskview import active_tasks, view
 
     state = store.load(ctx.lay)
     if not any(t.active and t.saved is not None for t in state.tasks.values()):

@@ -11,10 +11,10 @@ import html
 from importlib import resources
 from typing import TYPE_CHECKING
 
-from hunkwise.shared.context import iso
+from hunkwise.shared.state.context import iso
 
 if TYPE_CHECKING:
-    from hunkwise.shared.results import BoardState, BoardTask
+    from hunkwise.shared.state.documents import BoardState, BoardTask
 
 
 def e(value: object) -> str:

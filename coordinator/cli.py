@@ -12,7 +12,7 @@ from hunkwise.shared.cli import common, exit_process, run, sync_command, version
 from hunkwise.shared.output import clip, emit, one_line, table
 
 if TYPE_CHECKING:
-    from hunkwise.shared.results import (
+    from hunkwise.shared.state.documents import (
         AssignResult,
         CoordSignalsResult,
         DiffResult,
@@ -30,14 +30,14 @@ if TYPE_CHECKING:
 
 
 def _ctx(repo: str | None):  # type: ignore[no-untyped-def]
-    from hunkwise.shared.context import open_repo
+    from hunkwise.shared.state.context import open_repo
 
     return open_repo(repo)
 
 
 def _autosync(ctx) -> None:  # type: ignore[no-untyped-def]
     """With `[remote] name` set, sync with the other machines first (warnings only)."""
-    from hunkwise.shared import sync
+    from hunkwise.shared.machines import sync
 
     sync.warn(sync.auto(ctx))
 
@@ -268,7 +268,7 @@ def next_cmd(with_diff: bool, as_json: bool, repo: str | None) -> None:
 def diff_cmd(task_id: str, stat: bool, from_snapshot: bool, as_json: bool, repo: str | None) -> None:
     """Exactly the patch `coord accept ID` would commit now."""
     from hunkwise.shared.diffview import snapshot_diff, task_diff
-    from hunkwise.shared.records import is_mirrored
+    from hunkwise.shared.machines.chains import is_mirrored
 
     ctx = _ctx(repo)
     if from_snapshot or is_mirrored(ctx, task_id):

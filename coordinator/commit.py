@@ -13,14 +13,17 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hunkwise.shared import diff, git, objects, snapshot, store
-from hunkwise.shared.context import Ctx, refuse_if_frozen
+from hunkwise.shared import git
 from hunkwise.shared.errors import CheckFailed, StateRefused, UsageError
-from hunkwise.shared.models import check_rel_path
-from hunkwise.shared.ownership import glob_matches
+from hunkwise.shared.git import objects
+from hunkwise.shared.hunks import diff, snapshot
+from hunkwise.shared.hunks.ownership import glob_matches
+from hunkwise.shared.state import store
+from hunkwise.shared.state.context import Ctx, refuse_if_frozen
+from hunkwise.shared.state.models import check_rel_path
 
 if TYPE_CHECKING:
-    from hunkwise.shared.results import CommitResult
+    from hunkwise.shared.state.documents import CommitResult
 
 
 def _rel(ctx: Ctx, path: str) -> str:

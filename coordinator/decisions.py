@@ -7,14 +7,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, cast
 
 from hunkwise.coordinator.sessions import coordinator_session
-from hunkwise.shared import store
-from hunkwise.shared.context import Ctx
 from hunkwise.shared.errors import StateRefused, UsageError
-from hunkwise.shared.models import SignalType, State, TaskState
-from hunkwise.shared.signals import send
+from hunkwise.shared.state import store
+from hunkwise.shared.state.context import Ctx
+from hunkwise.shared.state.models import SignalType, State, TaskState
+from hunkwise.shared.state.signals import send
 
 if TYPE_CHECKING:
-    from hunkwise.shared.results import DecideResult, DecisionDoc, DecisionsResult
+    from hunkwise.shared.state.documents import DecideResult, DecisionDoc, DecisionsResult
 
 
 def decisions(ctx: Ctx, *, include_answered: bool) -> DecisionsResult:
@@ -50,7 +50,7 @@ def decide(ctx: Ctx, dec_id: str, answer: str) -> DecideResult:
 def _reopen_blocked(state: State, dec: Any) -> str | None:
     """A task that reported `blocked` waiting on this decision can start again, with the
     answer among its notes: ask -> blocked -> decide -> worker start, no dead end."""
-    from hunkwise.shared.models import Note
+    from hunkwise.shared.state.models import Note
 
     task = state.tasks.get(dec.task)
     if task is None or task.state != TaskState.REPORTED or task.last_status != "blocked":

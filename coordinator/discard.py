@@ -6,7 +6,7 @@ anything is written, what goes is recorded as two commits under `refs/hunkwise/d
 REF^ holds the paths as the discard leaves them, REF as they were, so `git diff REF^ REF`
 is exactly what was discarded, `git show REF:PATH` a file as it was, and
 `coord discard --undo REF` puts it back. Files are written through the compare-and-swap
-door (shared/worktree.py): a file that moved meanwhile makes the whole discard a no-op (3).
+door (shared/git/worktree.py): a file that moved meanwhile makes the whole discard a no-op (3).
 """
 
 from __future__ import annotations
@@ -16,17 +16,20 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from hunkwise.coordinator.outcomes import discard_entries
-from hunkwise.shared import diff, git, objects, store
-from hunkwise.shared.context import Ctx, refuse_if_frozen
-from hunkwise.shared.diff import FileChange, Hunk
+from hunkwise.shared import git
 from hunkwise.shared.errors import StateRefused, UsageError
-from hunkwise.shared.models import RangeGrant, State, check_rel_path
-from hunkwise.shared.ownership import range_relation
-from hunkwise.shared.tree import TreeView, active_tasks, sync_ranges, view
-from hunkwise.shared.worktree import current_oids, write_entries
+from hunkwise.shared.git import objects
+from hunkwise.shared.git.worktree import current_oids, write_entries
+from hunkwise.shared.hunks import diff
+from hunkwise.shared.hunks.diff import FileChange, Hunk
+from hunkwise.shared.hunks.ownership import range_relation
+from hunkwise.shared.hunks.taskview import TreeView, active_tasks, sync_ranges, view
+from hunkwise.shared.state import store
+from hunkwise.shared.state.context import Ctx, refuse_if_frozen
+from hunkwise.shared.state.models import RangeGrant, State, check_rel_path
 
 if TYPE_CHECKING:
-    from hunkwise.shared.results import DiscardResult, KeptChange, UndoResult, UnownedChange
+    from hunkwise.shared.state.documents import DiscardResult, KeptChange, UndoResult, UnownedChange
 
 PREFIX = "refs/hunkwise/discarded/"
 COORDINATOR_ENV = {"HUNKWISE_COORDINATOR": "1"}

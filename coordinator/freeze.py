@@ -22,16 +22,18 @@ from typing import TYPE_CHECKING, Any
 from xml.sax.saxutils import quoteattr
 
 from hunkwise import inbox
-from hunkwise.shared import config, diff, git, snapshot, store
-from hunkwise.shared.context import Ctx, env_session, iso, machine_name
+from hunkwise.shared import git
 from hunkwise.shared.errors import StateRefused, UsageError
-from hunkwise.shared.models import Freeze, SignalType, TaskState
+from hunkwise.shared.git.checkout import clean_checkout
+from hunkwise.shared.hunks import diff, snapshot
 from hunkwise.shared.proc import run_command
-from hunkwise.shared.signals import send
-from hunkwise.shared.workspace import clean_checkout
+from hunkwise.shared.state import config, store
+from hunkwise.shared.state.context import Ctx, env_session, iso, machine_name
+from hunkwise.shared.state.models import Freeze, SignalType, TaskState
+from hunkwise.shared.state.signals import send
 
 if TYPE_CHECKING:
-    from hunkwise.shared.results import (
+    from hunkwise.shared.state.documents import (
         ArchiveLine,
         CommandResult,
         DeferredEdit,
@@ -244,7 +246,7 @@ def _split_deferred(ctx: Ctx, state: Any, fz: Freeze, tree: str,
     """Which changed paths changed only by deferred tasks' edits inside their own grants."""
     from collections import Counter
 
-    from hunkwise.shared.ownership import attribute
+    from hunkwise.shared.hunks.ownership import attribute
 
     deferred = [state.tasks[t] for t in fz.deferred if t in state.tasks
                 and state.tasks[t].active]

@@ -29,7 +29,7 @@ from typing import Any
 
 from hunkwise.coordinator.gitallow import DIRECT, PAGERS, Blocked, check_git
 from hunkwise.coordinator.shell import Simple, Unparsable, Word, lex, simple_commands
-from hunkwise.shared.models import Grant
+from hunkwise.shared.state.models import Grant
 
 # ---- judging a command line -------------------------------------------------------------
 
@@ -150,7 +150,7 @@ def patch_paths(patch: str) -> list[str]:
 
 
 def covers(grant: Grant, path: str) -> bool:
-    from hunkwise.shared.ownership import glob_matches
+    from hunkwise.shared.hunks.ownership import glob_matches
 
     if grant.kind == "range":
         return grant.path == path
@@ -188,7 +188,7 @@ PATCH_TOOLS = {"apply_patch"}
 
 
 def is_coordinator(env: Mapping[str, str]) -> bool:
-    from hunkwise.shared.context import session_role
+    from hunkwise.shared.state.context import session_role
 
     if env.get("HUNKWISE_COORDINATOR") == "1":
         return True
@@ -238,8 +238,9 @@ def _writes(paths: list[str], data: dict[str, Any], env: Mapping[str, str]) -> B
 
     `data` is the agent's tool call as its hook sends it: another tool's open JSON, read
     key by key with checks."""
-    from hunkwise.shared import git, store
+    from hunkwise.shared import git
     from hunkwise.shared.errors import CoordError
+    from hunkwise.shared.state import store
 
     session = env.get("COORD_SESSION", "").strip()
     if not session or not paths:

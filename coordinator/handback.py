@@ -1,6 +1,6 @@
 """`coord next` on a report delivered on another machine: bring its changes into this tree.
 
-The report replaces what this tree holds of the task (shared/handover.py, `bring_in`);
+The report replaces what this tree holds of the task (shared/machines/handover.py, `bring_in`);
 afterwards the state records the tree's copy as the task's work (for `coord restore` and
 for the next report that comes back), and validation runs as for any report.
 """
@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from hunkwise.shared import git, recovery, store
-from hunkwise.shared.context import Ctx
-from hunkwise.shared.handover import bring_in
-from hunkwise.shared.models import Saved
-from hunkwise.shared.tree import active_tasks, identities_of_selection, select, view
+from hunkwise.shared import git
+from hunkwise.shared.hunks.taskview import active_tasks, identities_of_selection, select, view
+from hunkwise.shared.machines.handover import bring_in
+from hunkwise.shared.state import store
+from hunkwise.shared.state.context import Ctx
+from hunkwise.shared.state.models import Saved
+from hunkwise.shared.work import recovery
 
 
 def bring_back(ctx: Ctx, task_id: str, report: Any) -> list[str]:

@@ -23,12 +23,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hunkwise.shared import git, store
-from hunkwise.shared.context import Ctx
+from hunkwise.shared import git
 from hunkwise.shared.errors import StateRefused, UsageError
+from hunkwise.shared.state import store
+from hunkwise.shared.state.context import Ctx
 
 if TYPE_CHECKING:
-    from hunkwise.shared.results import AgentHook, InstallHooksResult, UninstallHooksResult
+    from hunkwise.shared.state.documents import AgentHook, InstallHooksResult, UninstallHooksResult
 
 MARK = "# installed by hunkwise (coord install-hooks)"
 CHAINED = ".hunkwise-chained"

@@ -25,12 +25,12 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Unpack
 
-from hunkwise.shared import store
-from hunkwise.shared.context import Ctx, iso, session_role
 from hunkwise.shared.output import printable
+from hunkwise.shared.state import store
+from hunkwise.shared.state.context import Ctx, iso, session_role
 
 if TYPE_CHECKING:
-    from hunkwise.shared.results import (
+    from hunkwise.shared.state.documents import (
         EventFacts,
         NotifyEvent,
         NotifyFailure,
@@ -184,7 +184,7 @@ def collect(ctx: Ctx, *, with_lost: bool = False, now: float | None = None) -> l
 
 def lost_events(ctx: Ctx, state: Any) -> list[NotifyEvent]:
     from hunkwise.coordinator.restore import lost_tasks
-    from hunkwise.shared.tree import active_tasks, view
+    from hunkwise.shared.hunks.taskview import active_tasks, view
 
     if not any(t.active and t.saved is not None for t in state.tasks.values()):
         return []  # nothing recorded, nothing to lose: spare the tree view

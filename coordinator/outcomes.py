@@ -6,12 +6,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from hunkwise import inbox
-from hunkwise.shared import diff, git, objects, recovery, store
-from hunkwise.shared.context import Ctx, get_task
-from hunkwise.shared.diff import FileChange
+from hunkwise.shared import git
 from hunkwise.shared.errors import StateRefused, UsageError
-from hunkwise.shared.models import Note, TaskState, report_path
-from hunkwise.shared.tree import (
+from hunkwise.shared.git import objects
+from hunkwise.shared.git.worktree import write_entries
+from hunkwise.shared.hunks import diff
+from hunkwise.shared.hunks.diff import FileChange
+from hunkwise.shared.hunks.taskview import (
     TreeView,
     active_tasks,
     claims_of,
@@ -20,10 +21,13 @@ from hunkwise.shared.tree import (
     sync_ranges,
     view,
 )
-from hunkwise.shared.worktree import write_entries
+from hunkwise.shared.state import store
+from hunkwise.shared.state.context import Ctx, get_task
+from hunkwise.shared.state.models import Note, TaskState, report_path
+from hunkwise.shared.work import recovery
 
 if TYPE_CHECKING:
-    from hunkwise.shared.results import DeferResult, RejectResult, RequestChangesResult
+    from hunkwise.shared.state.documents import DeferResult, RejectResult, RequestChangesResult
 
 
 def _note(text: str, kind: str) -> Note:

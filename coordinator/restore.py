@@ -1,7 +1,7 @@
 """Recovery: what of a task's recorded work is gone from the tree, and putting it back.
 
 Every report, and every worker command of an in-progress task, records the task's changes
-(shared/recovery.py); `coord status` lists what of them is gone, and `coord restore` puts
+(shared/work/recovery.py); `coord status` lists what of them is gone, and `coord restore` puts
 it back, touching nothing else.
 """
 
@@ -9,14 +9,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from hunkwise.shared import git, recovery, store
-from hunkwise.shared.context import Ctx, get_task
+from hunkwise.shared import git
 from hunkwise.shared.errors import StateRefused, UsageError
-from hunkwise.shared.handover import put_back
-from hunkwise.shared.models import TaskState
+from hunkwise.shared.machines.handover import put_back
+from hunkwise.shared.state import store
+from hunkwise.shared.state.context import Ctx, get_task
+from hunkwise.shared.state.models import TaskState
+from hunkwise.shared.work import recovery
 
 if TYPE_CHECKING:
-    from hunkwise.shared.results import LostWork, RestoreResult
+    from hunkwise.shared.state.documents import LostWork, RestoreResult
 
 
 def lost_tasks(ctx: Ctx, tasks: list[Any], tv: Any) -> list[LostWork]:

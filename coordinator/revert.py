@@ -5,15 +5,18 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from hunkwise.coordinator.accept import reset_index_paths, settle_journal
-from hunkwise.shared import diff, git, objects, store
-from hunkwise.shared.context import Ctx, get_task
+from hunkwise.shared import git
 from hunkwise.shared.errors import StateRefused, UsageError
-from hunkwise.shared.models import Note, Task, TaskState
-from hunkwise.shared.tree import sync_ranges
-from hunkwise.shared.worktree import current_oids, write_entries
+from hunkwise.shared.git import objects
+from hunkwise.shared.git.worktree import current_oids, write_entries
+from hunkwise.shared.hunks import diff
+from hunkwise.shared.hunks.taskview import sync_ranges
+from hunkwise.shared.state import store
+from hunkwise.shared.state.context import Ctx, get_task
+from hunkwise.shared.state.models import Note, Task, TaskState
 
 if TYPE_CHECKING:
-    from hunkwise.shared.results import RevertResult
+    from hunkwise.shared.state.documents import RevertResult
 
 
 def revert(ctx: Ctx, task_id: str) -> RevertResult:

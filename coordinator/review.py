@@ -13,21 +13,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hunkwise import inbox
-from hunkwise.shared import git, store
-from hunkwise.shared.context import Ctx, get_task
+from hunkwise.shared import git
 from hunkwise.shared.errors import UsageError
-from hunkwise.shared.models import (
-    AuditVerdict,
-    Finding,
-    Report,
-    State,
-    Task,
-    TaskState,
-    WorkReport,
-    report_path,
-)
-from hunkwise.shared.ownership import glob_matches
-from hunkwise.shared.tree import (
+from hunkwise.shared.hunks.ownership import glob_matches
+from hunkwise.shared.hunks.taskview import (
     Selection,
     TreeView,
     active_tasks,
@@ -38,9 +27,21 @@ from hunkwise.shared.tree import (
     task_entries,
     view,
 )
+from hunkwise.shared.state import store
+from hunkwise.shared.state.context import Ctx, get_task
+from hunkwise.shared.state.models import (
+    AuditVerdict,
+    Finding,
+    Report,
+    State,
+    Task,
+    TaskState,
+    WorkReport,
+    report_path,
+)
 
 if TYPE_CHECKING:
-    from hunkwise.shared.results import (
+    from hunkwise.shared.state.documents import (
         InboxResult,
         InboxRow,
         NextResult,
@@ -357,7 +358,7 @@ def next_report(ctx: Ctx) -> NextResult:
             inbox.quarantine(e.path, f"{e.name}: report for unknown task {report.task_id}")
             continue
         ho = task.handover
-        from hunkwise.shared.handover import strays
+        from hunkwise.shared.machines.handover import strays
 
         if report.kind == "task" and ho is not None and ho.pending is not None \
                 and ho.pending[0] == report.revision and ho.brought < report.revision \

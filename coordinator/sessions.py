@@ -8,17 +8,24 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hunkwise.shared import store
-from hunkwise.shared.context import Ctx, env_session, get_task, iso, machine_name, session_role
 from hunkwise.shared.errors import StateRefused, UsageError
-from hunkwise.shared.models import Checkpoint, SignalType, State, TaskState
+from hunkwise.shared.hunks.taskview import active_tasks, view
 from hunkwise.shared.output import printable
-from hunkwise.shared.signals import close as close_signal
-from hunkwise.shared.signals import handoff_file, send, write_handoff
-from hunkwise.shared.tree import active_tasks, view
+from hunkwise.shared.state import store
+from hunkwise.shared.state.context import (
+    Ctx,
+    env_session,
+    get_task,
+    iso,
+    machine_name,
+    session_role,
+)
+from hunkwise.shared.state.models import Checkpoint, SignalType, State, TaskState
+from hunkwise.shared.state.signals import close as close_signal
+from hunkwise.shared.state.signals import handoff_file, send, write_handoff
 
 if TYPE_CHECKING:
-    from hunkwise.shared.results import (
+    from hunkwise.shared.state.documents import (
         AuditResult,
         CoordSignalsResult,
         IndexResult,
@@ -123,8 +130,8 @@ def audit(ctx: Ctx, task_id: str, roles: list[str]) -> AuditResult:
     """Ask each role (`review`: any session of it) or one session (`sess-...-review@m`:
     that session alone). The READY_FOR_REVIEW signals are the record of whom the audit
     asked: `worker review` takes a verdict only from a started session they reach."""
-    from hunkwise.shared.context import check_session
-    from hunkwise.shared.models import ROLE_RE
+    from hunkwise.shared.state.context import check_session
+    from hunkwise.shared.state.models import ROLE_RE
 
     asked: list[tuple[str, str]] = []  # (role, target)
     for r in (r.strip() for r in roles):
@@ -217,7 +224,7 @@ def index(ctx: Ctx, output: str | None, *, everything: bool = False) -> IndexRes
     """
     state = store.load(ctx.lay)
     if everything:
-        from hunkwise.shared.models import Signal
+        from hunkwise.shared.state.models import Signal
 
         state.signals = [Signal.model_validate(d) for d in store.archived(ctx.lay, "signal")] + state.signals
     text = render_index(state, everything=everything)

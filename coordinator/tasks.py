@@ -6,16 +6,17 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from hunkwise import inbox
-from hunkwise.shared import config, git, store
-from hunkwise.shared.context import Ctx
-from hunkwise.shared.diff import looks_binary
+from hunkwise.shared import git
 from hunkwise.shared.errors import StateRefused, UsageError
-from hunkwise.shared.models import Grant, State, Task, TaskState, check_task_id, parse_grant
-from hunkwise.shared.ownership import find_conflicts
-from hunkwise.shared.tree import active_tasks, sync_ranges, view
+from hunkwise.shared.hunks.diff import looks_binary
+from hunkwise.shared.hunks.ownership import find_conflicts
+from hunkwise.shared.hunks.taskview import active_tasks, sync_ranges, view
+from hunkwise.shared.state import config, store
+from hunkwise.shared.state.context import Ctx
+from hunkwise.shared.state.models import Grant, State, Task, TaskState, check_task_id, parse_grant
 
 if TYPE_CHECKING:
-    from hunkwise.shared.results import (
+    from hunkwise.shared.state.documents import (
         AssignResult,
         BlockedOn,
         BlockedReport,
@@ -114,7 +115,7 @@ def grant(ctx: Ctx, task_id: str, writes: list[str]) -> GrantResult:
     What already lies in the new grant is not marked inherited: a worker told that its
     edit reaches past its range asks for exactly this, and its edit is then its own.
     """
-    from hunkwise.shared.context import get_task
+    from hunkwise.shared.state.context import get_task
 
     grants = _parse_grants(ctx, writes)
     files = git.tracked_and_untracked(ctx.repo)
@@ -137,7 +138,7 @@ def grant(ctx: Ctx, task_id: str, writes: list[str]) -> GrantResult:
 
 def _clash_text(c: Any, exclusive: bool, state: State, serial: list[str]) -> str:
     """One conflict, with its reason when it is not plain overlap."""
-    from hunkwise.shared.ownership import serial_matches
+    from hunkwise.shared.hunks.ownership import serial_matches
 
     if serial_matches(serial, c.path):
         why = f" ([ownership] serial lists {c.path}: any grant on it excludes every other)"
@@ -230,8 +231,8 @@ def status(ctx: Ctx, *, everything: bool = False) -> StatusResult:
         old = {d["id"]: d for d in store.archived(ctx.lay, "task") if d.get("id") not in have}
         shown += [Task.model_validate(d) for d in old.values()]
     rows: list[StatusTask] = []
-    from hunkwise.shared.context import machine_name
-    from hunkwise.shared.records import machine_of, mirror
+    from hunkwise.shared.machines.chains import machine_of, mirror
+    from hunkwise.shared.state.context import machine_name
 
     mirrored, me = mirror(ctx)["tasks"], machine_name()
     for t in sorted(shown, key=lambda t: (not t.active, t.id)):

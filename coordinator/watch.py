@@ -22,13 +22,14 @@ import time
 from typing import TYPE_CHECKING, Any, cast
 
 from hunkwise import inbox
-from hunkwise.shared import git, store
-from hunkwise.shared.context import Ctx, iso
+from hunkwise.shared import git
+from hunkwise.shared.hunks.ownership import glob_matches
 from hunkwise.shared.output import one_line
-from hunkwise.shared.ownership import glob_matches
+from hunkwise.shared.state import store
+from hunkwise.shared.state.context import Ctx, iso
 
 if TYPE_CHECKING:
-    from hunkwise.shared.results import ReportArrival, WatchEvent, WatchResult
+    from hunkwise.shared.state.documents import ReportArrival, WatchEvent, WatchResult
 
 EVENTS = "events.jsonl"
 SEEN = "watch-seen.json"

@@ -21,10 +21,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from hunkwise.shared import git, store
-from hunkwise.shared.context import Ctx
-from hunkwise.shared.models import State, TaskState
-from hunkwise.shared.recovery import WIP_REFS
+from hunkwise.shared import git
+from hunkwise.shared.state import store
+from hunkwise.shared.state.context import Ctx
+from hunkwise.shared.state.models import State, TaskState
+from hunkwise.shared.work.recovery import WIP_REFS
 
 from . import maildir
 

@@ -20,10 +20,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from hunkwise.shared.context import hostname
 from hunkwise.shared.errors import UsageError
-from hunkwise.shared.models import Report, validate_report
-from hunkwise.shared.store import fsync_dir, parse_untrusted
+from hunkwise.shared.state.context import hostname
+from hunkwise.shared.state.models import Report, validate_report
+from hunkwise.shared.state.store import fsync_dir, parse_untrusted
 
 MAX_REPORT_BYTES = 16 * 1024 * 1024
 _NAME_RE = re.compile(r"^(?P<t>\d{1,20})\.P\d+R[0-9a-f]+\.[A-Za-z0-9_.-]+,task=(?P<task>[A-Za-z0-9_.-]{1,64}),rev=(?P<rev>\d{1,9})$")

@@ -15,9 +15,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import click
-
-from .errors import CoordError, UsageError
-from .output import fail
+from hunkwise.shared.errors import CoordError, UsageError
+from hunkwise.shared.output import fail
 
 _json_seen = False
 
@@ -49,7 +48,7 @@ def run(group: click.Group, prog: str, argv: Sequence[str] | None = None) -> int
     try:
         return _run(group, prog, args)
     finally:
-        from . import git
+        from hunkwise.shared import git
 
         git.close_readers()
 
@@ -101,9 +100,9 @@ def sync_command() -> click.Command:
     @common
     def sync_cmd(remote: str | None, as_json: bool, repo: str | None) -> None:
         """Push this machine's refs/hunkwise/ records and fetch and apply the others'."""
-        from hunkwise.shared import sync
-        from hunkwise.shared.context import open_repo
+        from hunkwise.shared.machines import sync
         from hunkwise.shared.output import emit
+        from hunkwise.shared.state.context import open_repo
 
         doc = sync.sync(open_repo(repo), remote)
         sync.warn(doc["warnings"])

@@ -12,20 +12,21 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from hunkwise.shared import git, store
-from hunkwise.shared.context import Ctx, get_task
+from hunkwise.shared import git
 from hunkwise.shared.errors import UsageError
-from hunkwise.shared.models import report_path
-from hunkwise.shared.tree import active_tasks, claims_of, select, sync_ranges, view
+from hunkwise.shared.hunks.taskview import active_tasks, claims_of, select, sync_ranges, view
+from hunkwise.shared.state import store
+from hunkwise.shared.state.context import Ctx, get_task
+from hunkwise.shared.state.models import report_path
 
 if TYPE_CHECKING:
-    from hunkwise.shared.results import DiffFile, DiffResult
+    from hunkwise.shared.state.documents import DiffFile, DiffResult
 
 SHOW = ("--no-ext-diff", "--no-textconv", "--no-color", "-M", "--full-index")
 
 
 def task_diff(ctx: Ctx, task_id: str, *, stat: bool = False) -> DiffResult:
-    from hunkwise.shared.commitplan import plan_commit
+    from hunkwise.shared.hunks.commitplan import plan_commit
 
     state = store.load(ctx.lay)
     task = get_task(state, task_id)
@@ -94,10 +95,11 @@ def snapshot_diff(ctx: Ctx, task_id: str, *, stat: bool = False) -> DiffResult:
     The same selection and splice as accept, on a view of base -> snapshot with every
     active task's grants mapped to the base.
     """
-    from hunkwise.shared import diff, records, remote, snapshot
-    from hunkwise.shared.commitplan import plan_commit
-    from hunkwise.shared.ownership import attribute
-    from hunkwise.shared.tree import TreeView
+    from hunkwise.shared.hunks import diff, snapshot
+    from hunkwise.shared.hunks.commitplan import plan_commit
+    from hunkwise.shared.hunks.ownership import attribute
+    from hunkwise.shared.hunks.taskview import TreeView
+    from hunkwise.shared.machines import chains, remote
 
     state = store.load(ctx.lay)
     task = get_task(state, task_id)
@@ -106,7 +108,7 @@ def snapshot_diff(ctx: Ctx, task_id: str, *, stat: bool = False) -> DiffResult:
         raise UsageError(f"{task_id} has no report here or in any synced machine's records "
                          "(coord sync fetches them)")
     report, base_tree, snap_tree, origin = found
-    mir = records.mirror(ctx)
+    mir = chains.mirror(ctx)
     owner = mir["tasks"].get(task_id)
     ranges_at = mir["ranges_at"].get(owner) if owner else state.ranges_at
     tasks = [remote.grants_at(ctx.repo, t, ranges_at, base_tree) for t in active_tasks(state)]

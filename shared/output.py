@@ -8,12 +8,12 @@ import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .errors import CoordError
+from hunkwise.shared.errors import CoordError
 
 if TYPE_CHECKING:
-    from .results import ErrorBody
+    from hunkwise.shared.state.documents import ErrorBody
 
-# A command's document (shared/results.py): its human renderer takes exactly that type.
+# A command's document (shared/state/documents.py): its human renderer takes exactly that type.
 Doc = TypeVar("Doc", bound=Mapping[str, Any])
 
 

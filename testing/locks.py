@@ -18,7 +18,7 @@ def watch_the_state_lock(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     the state file and its directory. Returns that list, which gets a "hold" entry each
     time the lock is taken; `monkeypatch` undoes the watch."""
     from hunkwise.shared import git as hgit
-    from hunkwise.shared import store
+    from hunkwise.shared.state import store
 
     seen: list[str] = []
     held = threading.local()

@@ -8,8 +8,8 @@ from pathlib import Path
 def age_claims(repo: Path, *task_ids: str) -> None:
     """Make these tasks' claims stale by moving their heartbeat back past their TTL, as a
     worker that stopped beating would leave them: no test sleeps out a TTL."""
-    from hunkwise.shared import store
-    from hunkwise.shared.context import open_repo
+    from hunkwise.shared.state import store
+    from hunkwise.shared.state.context import open_repo
 
     with store.transaction(open_repo(str(repo)).lay) as state:
         for tid in task_ids:

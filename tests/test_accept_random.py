@@ -316,7 +316,7 @@ def build(seed: int) -> Scenario:
 # ---- helpers ------------------------------------------------------------------------------
 
 def ctx_of(repo: Path) -> Any:
-    from hunkwise.shared.context import open_repo
+    from hunkwise.shared.state.context import open_repo
 
     return open_repo(str(repo))
 

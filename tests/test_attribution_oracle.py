@@ -29,9 +29,9 @@ from pathlib import Path
 
 import pytest
 from hunkwise.shared import git as hw_git
-from hunkwise.shared.diff import FileChange, parse_patch, splice
-from hunkwise.shared.models import RangeGrant, Report, Task, TaskState, WorkReport
-from hunkwise.shared.ownership import attribute, map_range
+from hunkwise.shared.hunks.diff import FileChange, parse_patch, splice
+from hunkwise.shared.hunks.ownership import attribute, map_range
+from hunkwise.shared.state.models import RangeGrant, Report, Task, TaskState, WorkReport
 
 PATH = "m.py"
 
@@ -177,7 +177,7 @@ class Differ:
 
 
 def _view(differ: Differ, old: bytes, new: bytes, tasks: list[Task]):
-    from hunkwise.shared.tree import TreeView
+    from hunkwise.shared.hunks.taskview import TreeView
 
     hunks = differ.hunks(old, new)
     changes = [FileChange(PATH, "M", "100644", "100644", "1" * 40, "2" * 40, False, hunks)] if hunks else []
@@ -195,7 +195,7 @@ def _report(tid: str, entries: list) -> Report:
 
 def run_scenario(seed: int, differ: Differ) -> tuple[int, list[str]]:
     from hunkwise.coordinator.review import assess
-    from hunkwise.shared.tree import identities_of_selection, select, task_entries
+    from hunkwise.shared.hunks.taskview import identities_of_selection, select, task_entries
 
     sc = build(seed)
     base = sc.text(set())

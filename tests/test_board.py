@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hunkwise.shared.context import open_repo
+from hunkwise.shared.state.context import open_repo
 
 from testing.cli import Cli, ok
 from testing.env import BIN

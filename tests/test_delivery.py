@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from hunkwise.inbox import maildir
-from hunkwise.shared import store
+from hunkwise.shared.state import store
 
 from testing.cli import Cli, ok, run_cli
 from testing.env import BIN

@@ -11,7 +11,7 @@ import itertools
 import random
 
 import pytest
-from hunkwise.shared.diff import Hunk, _touches, carry, splice
+from hunkwise.shared.hunks.diff import Hunk, _touches, carry, splice
 
 
 def _lines(n: int) -> list[bytes]:

@@ -688,7 +688,7 @@ def log_entries(log: Path) -> list[dict[str, Any]]:
 def test_no_report_lands_after_freeze_returns_while_eight_workers_race(
         make_repo: MakeRepo, coord: Cli, tmp_path: Path) -> None:
     from hunkwise.coordinator import tasks as coord_tasks
-    from hunkwise.shared.context import open_repo
+    from hunkwise.shared.state.context import open_repo
 
     repo = project(make_repo)
     ctx = open_repo(str(repo))

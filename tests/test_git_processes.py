@@ -12,8 +12,9 @@ import os
 from pathlib import Path
 
 import pytest
-from hunkwise.shared import diff, objects, snapshot
 from hunkwise.shared import git as hgit
+from hunkwise.shared.git import objects
+from hunkwise.shared.hunks import diff, snapshot
 
 from testing.cli import Cli, ok
 from testing.machines import REVIEWER, built_task, desktop_and_laptop
@@ -149,7 +150,7 @@ def test_records_trees_are_the_trees_git_writes(make_repo: MakeRepo) -> None:
     """Tree ids computed here (a sync that changes nothing compares them and writes nothing)
     are those `mktree` writes, nested levels and empty subtrees kept; a tree read through
     the command's reader is what `ls-tree` lists."""
-    from hunkwise.shared import records
+    from hunkwise.shared.machines import chains
 
     for fmt in ("sha1", "sha256"):
         repo = make_repo(commit=False)
@@ -159,22 +160,22 @@ def test_records_trees_are_the_trees_git_writes(make_repo: MakeRepo) -> None:
         blob = objects.hash_blobs(repo, [b"{}\n"])[0]
         empty = git(repo, "mktree", input=b"").strip()
         assert objects.blob_id(repo, b"{}\n") == blob
-        nested: records.Nested = {
+        nested: chains.Nested = {
             "report.json": ("100644", blob), "run.sh": ("100755", blob),
             "base": ("040000", empty), "snapshot": ("040000", empty),
             "a": {"a-b": ("100644", blob), "a": {"x": ("100644", blob)}},  # "a" vs "a-b" order
             "a.txt": ("100644", blob),
         }
-        planned, levels = records.plan_tree(repo, nested)
-        assert records.mktree(repo, nested) == planned
+        planned, levels = chains.plan_tree(repo, nested)
+        assert chains.mktree(repo, nested) == planned
         listed = git(repo, "ls-tree", planned)
         assert f"040000 tree {empty}\tbase" in listed and "100755 blob" in listed
         lines = [line.split("\t") for line in listed.splitlines()]
-        assert records.ls_tree(repo, planned) == {n: (m.split()[0], m.split()[2]) for m, n in lines}
-        inner = records.ls_tree(repo, f"{planned}:a")
+        assert chains.ls_tree(repo, planned) == {n: (m.split()[0], m.split()[2]) for m, n in lines}
+        inner = chains.ls_tree(repo, f"{planned}:a")
         assert set(inner) == {"a-b", "a"} and inner["a"][0] == "040000"
-        assert records.ls_tree(repo, f"{planned}:report.json") == {}  # a blob, not a tree
-        assert records.ls_tree(repo, "no-such-rev") == {}
+        assert chains.ls_tree(repo, f"{planned}:report.json") == {}  # a blob, not a tree
+        assert chains.ls_tree(repo, "no-such-rev") == {}
         assert len(levels) == 3
         hgit.close_readers()
 

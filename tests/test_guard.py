@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from hunkwise.coordinator.guard import Blocked, check_command, check_writes, guard, patch_paths
-from hunkwise.shared.models import parse_grant
+from hunkwise.shared.state.models import parse_grant
 
 from testing.cli import Cli, ok
 from testing.env import BIN

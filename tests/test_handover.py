@@ -196,8 +196,8 @@ def test_a_checkpoint_travels_with_its_edits(handed: Machines) -> None:
     ok(m.worker("laptop", "sync"))
     doc = ok(m.coord("desktop", "sync"))
     assert f"{LAPTOP}|task-001" in doc["applied"]["checkpoints"]
-    from hunkwise.shared import store
-    from hunkwise.shared.context import open_repo
+    from hunkwise.shared.state import store
+    from hunkwise.shared.state.context import open_repo
 
     cp = store.load(open_repo(str(m.repos["desktop"])).lay).checkpoints[f"{LAPTOP}|task-001"]
     assert cp.saved is not None and sorted(cp.saved.hunks) == ["app.py"]

@@ -40,7 +40,7 @@ def files_in(repo: Path, sub: str) -> list[Path]:
 
 
 def _ctx(repo: Path):  # type: ignore[no-untyped-def]
-    from hunkwise.shared.context import open_repo
+    from hunkwise.shared.state.context import open_repo
 
     return open_repo(str(repo))
 
@@ -68,7 +68,7 @@ def core_done(repo: Path, task_id: str) -> tuple[Path, dict[str, Any]]:
 
 
 def task_states(repo: Path) -> dict[str, str]:
-    from hunkwise.shared import store
+    from hunkwise.shared.state import store
 
     return {t.id: str(t.state) for t in store.load(_ctx(repo).lay).tasks.values()}
 
@@ -91,8 +91,8 @@ def report_name(task_id: str, rev: int, t_ns: int | None = None) -> str:
 def hand_out(repo: Path, task_id: str, rev: int, name: str) -> None:
     """Do what `worker done` does before delivering: the state hands out the revision and
     records the file (a revision it never handed out is quarantined as forged)."""
-    from hunkwise.shared import store
-    from hunkwise.shared.context import open_repo
+    from hunkwise.shared.state import store
+    from hunkwise.shared.state.context import open_repo
 
     with store.transaction(open_repo(str(repo)).lay) as state:
         task = state.tasks.get(task_id)

@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from hunkwise.shared import snapshot
+from hunkwise.shared.hunks import snapshot
 
 
 def git(repo: Path, *args: str) -> str:

@@ -119,7 +119,7 @@ def test_hot_commands_import_only_what_they_use(make_repo, coord, worker, side: 
                                                 cmd: str) -> None:
     """A hot command's start-up is its imports: it must not pay for a schema library, the
     notifier, the file watcher, the web board, package metadata or the documents' TypedDicts
-    (shared/results.py, for mypy only) it never uses."""
+    (shared/state/documents.py, for mypy only) it never uses."""
     import subprocess
     import sys
 
@@ -138,5 +138,5 @@ def test_hot_commands_import_only_what_they_use(make_repo, coord, worker, side: 
     loaded = set(out[1:])
     heavy = {"pydantic", "pydantic_core", "importlib.metadata", "apprise", "watchdog",
              "http.server", "email", "portalocker", "hunkwise.coordinator.board",
-             "hunkwise.shared.results"}
+             "hunkwise.shared.state.documents"}
     assert not heavy & loaded, sorted(heavy & loaded)

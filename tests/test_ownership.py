@@ -11,18 +11,18 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from hunkwise.shared import diff, snapshot
-from hunkwise.shared.diff import FileChange, Hunk
 from hunkwise.shared.errors import UsageError
-from hunkwise.shared.models import Task, TaskState, check_task_id, parse_grant
-from hunkwise.shared.ownership import (
+from hunkwise.shared.hunks import diff, snapshot
+from hunkwise.shared.hunks.diff import FileChange, Hunk
+from hunkwise.shared.hunks.ownership import (
     attribute,
     find_conflicts,
     glob_matches,
     map_range,
     patterns_may_overlap,
 )
-from hunkwise.shared.tree import view
+from hunkwise.shared.hunks.taskview import view
+from hunkwise.shared.state.models import Task, TaskState, check_task_id, parse_grant
 
 from testing.repo import MakeRepo, git, numbered, set_line, write
 
@@ -476,7 +476,7 @@ def test_literal_grants_match_exactly_as_pathspec_does() -> None:
     every pattern and path built from these parts, both must answer alike."""
     import itertools
 
-    from hunkwise.shared import ownership
+    from hunkwise.shared.hunks import ownership
 
     parts = ["a", "b", "ab", "a.py", "a b", "é", "-x"]
     odd = ["!a", "#a", "a ", ".", "..", "a\\b", "a*", "[ab]", "a?"]

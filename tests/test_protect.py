@@ -94,7 +94,7 @@ def report_of(repo: Path, task_id: str) -> dict[str, Any]:
 
 
 def _ctx(repo: Path) -> Any:
-    from hunkwise.shared.context import open_repo
+    from hunkwise.shared.state.context import open_repo
 
     return open_repo(str(repo))
 

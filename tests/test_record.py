@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from hunkwise.shared import store
 from hunkwise.shared.errors import UsageError
-from hunkwise.shared.models import (
+from hunkwise.shared.state import store
+from hunkwise.shared.state.models import (
     MAX_TEXT,
     AuditVerdict,
     Checkpoint,
@@ -37,8 +37,8 @@ from hunkwise.shared.models import (
     parse_grant,
     validate_report,
 )
-from hunkwise.shared.record import F, Record, RecordError
-from hunkwise.shared.store import strict_json_loads
+from hunkwise.shared.state.schema import F, Record, RecordError
+from hunkwise.shared.state.store import strict_json_loads
 
 DATA = Path(__file__).parent / "data"
 

@@ -264,9 +264,9 @@ def test_restore_discard_and_revert_with_non_utf8_and_newline_paths(make_repo, c
 # ---- compare-and-swap writes ----------------------------------------------------------------
 
 def test_write_entries_writes_nothing_when_a_file_moved_under_it(make_repo) -> None:
-    from hunkwise.shared import objects
     from hunkwise.shared.errors import StateRefused
-    from hunkwise.shared.worktree import current_oids, write_entries
+    from hunkwise.shared.git import objects
+    from hunkwise.shared.git.worktree import current_oids, write_entries
 
     repo = make_repo({"a.txt": "a\n", "b.txt": "b\n"})
     oids = current_oids(repo, ["a.txt", "b.txt"])
@@ -308,8 +308,8 @@ def test_discard_and_restore_race_an_appending_writer_and_lose_no_line(
     is recorded, destroyed, restored (retrying while the file moves), discarded; meanwhile
     another process appends to the same file every few ms."""
     from hunkwise.coordinator import outcomes, restore
-    from hunkwise.shared.context import open_repo
     from hunkwise.shared.errors import StateRefused
+    from hunkwise.shared.state.context import open_repo
 
     repo = make_repo({"f.txt": numbered(5)})
     ok(coord(repo, "assign", "B", "--title", "appender", "--expect", "e", "--write", "f.txt:5-5"))
@@ -332,8 +332,8 @@ def test_discard_and_restore_race_an_appending_writer_and_lose_no_line(
 
     def edit_line_2(text: str) -> None:
         """Change line 2 with a compare-and-swap write, as an editor that checks would."""
-        from hunkwise.shared import objects
-        from hunkwise.shared.worktree import current_oids, write_entries
+        from hunkwise.shared.git import objects
+        from hunkwise.shared.git.worktree import current_oids, write_entries
 
         def once() -> None:
             before = (repo / "f.txt").read_bytes()

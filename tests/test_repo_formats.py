@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hunkwise.shared import diff, objects, snapshot
 from hunkwise.shared import git as hgit
 from hunkwise.shared.errors import GitError, StateRefused
+from hunkwise.shared.git import objects
+from hunkwise.shared.hunks import diff, snapshot
 
 from testing.cli import Cli, ok
 from testing.repo import MakeRepo, git, git_bytes, numbered, write
@@ -407,8 +408,8 @@ def test_write_tree_on_an_unborn_branch(tmp_path) -> None:
 def test_a_tree_diff_limited_to_paths_keeps_exactly_what_a_pathspec_would(make_repo) -> None:
     """diff_trees reads the whole raw diff once and filters it: a path, or a directory above
     it, selects it (git's literal pathspecs), and nothing else does."""
-    from hunkwise.shared import diff as d
     from hunkwise.shared import git as g
+    from hunkwise.shared.hunks import diff as d
 
     files = {"a.txt": "a\n", "ab.txt": "b\n", "d/x.txt": "x\n", "d/e/y.txt": "y\n", "de/z.txt": "z\n"}
     repo = make_repo(files)

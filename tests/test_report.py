@@ -41,7 +41,7 @@ def inbox_files(repo: Path, sub: str = "new") -> list[Path]:
 
 def task_state(repo: Path, task_id: str) -> dict[str, Any]:
     """The task as the state holds it (read in-process: `coord status` is driven elsewhere)."""
-    from hunkwise.shared import store
+    from hunkwise.shared.state import store
 
     ctx = _ctx(repo)
     return store.load(ctx.lay).tasks[task_id].public()
@@ -68,7 +68,7 @@ def delivered(r: Result) -> dict[str, Any]:
 # In-process core calls: the same functions the CLI runs, without interpreter start-up.
 
 def _ctx(repo: Path):  # type: ignore[no-untyped-def]
-    from hunkwise.shared.context import open_repo
+    from hunkwise.shared.state.context import open_repo
 
     return open_repo(str(repo))
 
@@ -152,7 +152,7 @@ def test_two_starts_in_the_same_minute_get_different_session_ids(make_repo, work
 
 def test_new_sessions_within_one_minute_never_collide(make_repo, monkeypatch) -> None:
     # Pin the clock so the collision path is taken deterministically.
-    import hunkwise.shared.context as context
+    import hunkwise.shared.state.context as context
 
     class Frozen(dt.datetime):
         @classmethod

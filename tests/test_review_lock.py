@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hunkwise.shared import store
+from hunkwise.shared.state import store
 
 from testing.cli import Cli, ok
 from testing.machines import REVIEWER, built_task, desktop_and_laptop

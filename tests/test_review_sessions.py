@@ -22,8 +22,8 @@ def refused(r: Result, code: int) -> str:
 
 
 def _state(repo: Path) -> Any:
-    from hunkwise.shared import store
-    from hunkwise.shared.context import open_repo
+    from hunkwise.shared.state import store
+    from hunkwise.shared.state.context import open_repo
 
     return store.load(open_repo(str(repo)).lay)
 

@@ -57,7 +57,7 @@ def refused(r: Result, code: int) -> str:
 
 
 def _ctx(repo: Path):  # type: ignore[no-untyped-def]
-    from hunkwise.shared.context import open_repo
+    from hunkwise.shared.state.context import open_repo
 
     return open_repo(str(repo))
 
@@ -201,7 +201,7 @@ def test_heartbeat_keeps_a_claim_alive(make_repo, coord, worker):
 
 
 def claim_heartbeat(repo: Path, task_id: str) -> float:
-    from hunkwise.shared import store
+    from hunkwise.shared.state import store
 
     claim = store.load(_ctx(repo).lay).tasks[task_id].claim
     assert claim is not None

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 from hunkwise.shared import git as hgit
-from hunkwise.shared import store
-from hunkwise.shared.context import open_repo
+from hunkwise.shared.state import store
+from hunkwise.shared.state.context import open_repo
 
 from testing.cli import Cli, ok
 from testing.repo import MakeRepo, git, numbered, write

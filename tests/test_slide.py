@@ -1,4 +1,4 @@
-"""Every placement `shared/slide.py` finds yields the same file as git's own.
+"""Every placement `shared/hunks/slide.py` finds yields the same file as git's own.
 
 Random short texts over a small alphabet of lines (runs of identical lines everywhere),
 random edits, real `git diff -U0` with the product's pinned options; each hunk moved to
@@ -13,8 +13,8 @@ import subprocess
 from pathlib import Path
 
 from hunkwise.shared import git
-from hunkwise.shared.diff import parse_patch, splice, split_lines
-from hunkwise.shared.slide import canonical, placements
+from hunkwise.shared.hunks.diff import parse_patch, splice, split_lines
+from hunkwise.shared.hunks.slide import canonical, placements
 
 ALPHABET = [b"\n", b"x\n", b"y\n", b"}\n", b"    pass\n"]
 
@@ -57,7 +57,7 @@ def test_every_placement_splices_to_the_same_file(tmp_path: Path) -> None:
 
 
 def test_an_insertion_in_a_blank_run_slides_over_the_whole_run() -> None:
-    from hunkwise.shared.diff import Hunk
+    from hunkwise.shared.hunks.diff import Hunk
 
     old = split_lines(b"def f():\n    pass\n\n\ndef g():\n")
     h = Hunk(2, 0, 3, 1, b"", b"\n")  # a blank line inserted after line 2

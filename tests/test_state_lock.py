@@ -10,7 +10,7 @@ import sys
 import threading
 from pathlib import Path
 
-from hunkwise.shared import store
+from hunkwise.shared.state import store
 
 from testing.wait import wait_until
 

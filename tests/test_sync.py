@@ -28,7 +28,7 @@ def remote_refs(m: Machines) -> list[str]:
 
 
 def test_machine_name_honours_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    from hunkwise.shared.context import machine_name
+    from hunkwise.shared.state.context import machine_name
 
     monkeypatch.setenv("HUNKWISE_MACHINE", "lap top!")
     assert machine_name() == "lap-top"
@@ -296,7 +296,7 @@ def test_a_remote_verdict_closes_the_request_it_answers(machines: Machines) -> N
 @pytest.mark.slow
 def test_compaction_keeps_every_record_readable_and_never_forces_a_push(
         machines: Machines, monkeypatch: pytest.MonkeyPatch) -> None:
-    from hunkwise.shared import sync
+    from hunkwise.shared.machines import sync
 
     m = machines
     # The remote refuses any non-fast-forward update: a forced push would fail here.

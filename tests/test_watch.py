@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from hunkwise import inbox
-from hunkwise.shared.context import open_repo
+from hunkwise.shared.state.context import open_repo
 
 from testing.env import BIN
 from testing.repo import git, numbered, write

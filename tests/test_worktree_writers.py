@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 from hunkwise.shared import git as g
-from hunkwise.shared import objects, worktree
 from hunkwise.shared.errors import StateRefused
+from hunkwise.shared.git import objects, worktree
 
 from testing.wait import wait_until
 
@@ -122,7 +122,7 @@ def test_a_reader_holding_the_file_open_does_not_hold_the_write_up(make_repo, mo
 def test_a_snapshot_never_takes_a_file_emptied_by_a_writer_still_writing(make_repo) -> None:
     """A writer that truncated a file and has not written it yet (descheduled on a loaded
     machine, however long) leaves it empty: a snapshot must not report it emptied."""
-    from hunkwise.shared import snapshot
+    from hunkwise.shared.hunks import snapshot
 
     repo = make_repo({"gen.txt": "old content\n"})
     holder = _writer(repo / "gen.txt", "truncate")

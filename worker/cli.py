@@ -11,7 +11,7 @@ from hunkwise.shared.errors import CoordError
 from hunkwise.shared.output import emit
 
 if TYPE_CHECKING:
-    from hunkwise.shared.results import DeliverResult, SessionResult, StartResult
+    from hunkwise.shared.state.documents import DeliverResult, SessionResult, StartResult
 
 
 def _session_opt(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -20,14 +20,14 @@ def _session_opt(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _ctx(repo: str | None):  # type: ignore[no-untyped-def]
-    from hunkwise.shared.context import open_repo
+    from hunkwise.shared.state.context import open_repo
 
     return open_repo(repo)
 
 
 def _autosync(ctx, fetching: bool = True) -> None:  # type: ignore[no-untyped-def]
     """With `[remote] name` set, sync with the other machines (warnings only)."""
-    from hunkwise.shared import sync
+    from hunkwise.shared.machines import sync
 
     sync.warn(sync.auto(ctx, fetching=fetching))
 
@@ -65,7 +65,7 @@ def start(task_id: str | None, session: str | None, role: str | None, as_json: b
         emit(core.open_session(ctx, session=session, role=role), as_json, _session_text)
         return
     doc = lifecycle.start(ctx, task_id, session=session, role=role or "worker")
-    from hunkwise.shared.records import is_mirrored
+    from hunkwise.shared.machines.chains import is_mirrored
 
     if is_mirrored(ctx, task_id):
         _autosync(ctx)  # the claim reaches the task's coordinator now

@@ -12,9 +12,19 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from hunkwise import inbox
-from hunkwise.shared import recovery, store
-from hunkwise.shared.checks import failure_text, run_checks
-from hunkwise.shared.context import (
+from hunkwise.shared.errors import CheckFailed, StateRefused, UsageError
+from hunkwise.shared.hunks.snapshot import Snapshot
+from hunkwise.shared.hunks.taskview import (
+    active_tasks,
+    identities_of_selection,
+    patch_digest,
+    select,
+    sync_ranges,
+    task_entries,
+    view,
+)
+from hunkwise.shared.state import store
+from hunkwise.shared.state.context import (
     Ctx,
     check_session,
     env_session,
@@ -22,8 +32,7 @@ from hunkwise.shared.context import (
     new_session,
     refuse_if_frozen,
 )
-from hunkwise.shared.errors import CheckFailed, StateRefused, UsageError
-from hunkwise.shared.models import (
+from hunkwise.shared.state.models import (
     Claim,
     Overlap,
     ProposedCommit,
@@ -35,20 +44,12 @@ from hunkwise.shared.models import (
     WorkReport,
     report_path,
 )
-from hunkwise.shared.signals import send
-from hunkwise.shared.snapshot import Snapshot
-from hunkwise.shared.tree import (
-    active_tasks,
-    identities_of_selection,
-    patch_digest,
-    select,
-    sync_ranges,
-    task_entries,
-    view,
-)
+from hunkwise.shared.state.signals import send
+from hunkwise.shared.work import recovery
+from hunkwise.shared.work.checks import failure_text, run_checks
 
 if TYPE_CHECKING:
-    from hunkwise.shared.results import DeliverResult, StartResult
+    from hunkwise.shared.state.documents import DeliverResult, StartResult
 
 STARTABLE = (TaskState.ASSIGNED, TaskState.CHANGES_REQUESTED)
 
@@ -76,7 +77,7 @@ def _check_holder(task: Task, session: str | None, now: float) -> None:
 
 def _may_take(task: Task, sess: str | None) -> None:
     """A handed-off task waits for its target."""
-    from hunkwise.shared.signals import addressed_to
+    from hunkwise.shared.state.signals import addressed_to
 
     target = task.reserved_for
     if target is None:
@@ -90,7 +91,7 @@ def _may_take(task: Task, sess: str | None) -> None:
 
 
 def start(ctx: Ctx, task_id: str, *, session: str | None, role: str) -> StartResult:
-    from hunkwise.shared.signals import close, close_about, pending_for
+    from hunkwise.shared.state.signals import close, close_about, pending_for
 
     ttl = ctx.config.claims.ttl_seconds
     # What lies in the task's grants before it starts is not its work: read the tree before
@@ -190,8 +191,8 @@ def start(ctx: Ctx, task_id: str, *, session: str | None, role: str) -> StartRes
 def _arriving(ctx: Ctx, state: Any, task: Task) -> Any:
     """The handoff that brings a task coordinated elsewhere to this machine (its first
     start here), or None."""
-    from hunkwise.shared.context import machine_name
-    from hunkwise.shared.records import is_mirrored, machine_of
+    from hunkwise.shared.machines.chains import is_mirrored, machine_of
+    from hunkwise.shared.state.context import machine_name
 
     cp = state.checkpoints.get(f"handoff|{task.id}")
     if cp is None or machine_of(cp.session) == machine_name() or task.state not in STARTABLE \
@@ -222,9 +223,9 @@ def _take_handed_edits(ctx: Ctx, state: Any, task: Task,
 
     Only when the start would succeed; putting them twice writes nothing the second time.
     """
-    from hunkwise.shared.context import machine_name
-    from hunkwise.shared.handover import put_back, replace_held
-    from hunkwise.shared.records import has_object, is_mirrored, machine_of
+    from hunkwise.shared.machines.chains import has_object, is_mirrored, machine_of
+    from hunkwise.shared.machines.handover import put_back, replace_held
+    from hunkwise.shared.state.context import machine_name
 
     cp = state.checkpoints.get(f"handoff|{task.id}")
     if cp is None or cp.saved is None or machine_of(cp.session) == machine_name():
@@ -254,7 +255,7 @@ def _take_handed_edits(ctx: Ctx, state: Any, task: Task,
 
 def record(ctx: Ctx, task_ids: list[str],
            snap: Snapshot | None = None) -> dict[str, recovery.Loss]:
-    """Record the tasks' unreported work (see shared/recovery.py), from `snap` when the
+    """Record the tasks' unreported work (see shared/work/recovery.py), from `snap` when the
     command already read the tree; the tasks whose recorded work is gone. Never fails the
     command: a tree changing under the snapshot, a busy lock, only skip this once (the next
     command records)."""

@@ -9,8 +9,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, cast
 
 from hunkwise import inbox
-from hunkwise.shared import git, recovery, store
-from hunkwise.shared.context import (
+from hunkwise.shared import git
+from hunkwise.shared.errors import StateRefused, UsageError
+from hunkwise.shared.hunks.taskview import active_tasks, view
+from hunkwise.shared.machines.chains import is_mirrored, machine_of
+from hunkwise.shared.machines.handover import HANDOFF_REFS, record_edits
+from hunkwise.shared.state import store
+from hunkwise.shared.state.context import (
     Ctx,
     check_session,
     env_session,
@@ -21,9 +26,7 @@ from hunkwise.shared.context import (
     refuse_if_frozen,
     session_role,
 )
-from hunkwise.shared.errors import StateRefused, UsageError
-from hunkwise.shared.handover import HANDOFF_REFS, record_edits
-from hunkwise.shared.models import (
+from hunkwise.shared.state.models import (
     AuditVerdict,
     Checkpoint,
     Decision,
@@ -38,8 +41,7 @@ from hunkwise.shared.models import (
     TaskState,
     Verdict,
 )
-from hunkwise.shared.records import is_mirrored, machine_of
-from hunkwise.shared.signals import (
+from hunkwise.shared.state.signals import (
     ack,
     addressed_to,
     audit_targets,
@@ -52,10 +54,10 @@ from hunkwise.shared.signals import (
     send,
     write_handoff,
 )
-from hunkwise.shared.tree import active_tasks, view
+from hunkwise.shared.work import recovery
 
 if TYPE_CHECKING:
-    from hunkwise.shared.results import (
+    from hunkwise.shared.state.documents import (
         AskResult,
         CheckpointResult,
         HandoffResult,
@@ -135,7 +137,7 @@ def heartbeat(ctx: Ctx, task_id: str, *, session: str | None) -> HeartbeatResult
 
 
 def _recorded(ctx: Ctx, task_ids: list[str]) -> Recorded:
-    """Every worker command records its tasks' unreported work (shared/recovery.py); the
+    """Every worker command records its tasks' unreported work (shared/work/recovery.py); the
     tasks whose recorded work is gone are named with the way back."""
     from hunkwise.worker.lifecycle import record
 
@@ -166,7 +168,7 @@ def _where_it_stands(ctx: Ctx, task_id: str, session: str | None,
     s = _holder_session(task, session)
     tv = view(ctx.repo, active_tasks(state))
     files = sorted({c.path for c in tv.task_changes(task_id)})
-    # The task's own changes travel with the checkpoint or handoff (shared/handover.py).
+    # The task's own changes travel with the checkpoint or handoff (shared/machines/handover.py).
     saved = record_edits(ctx.repo, tv, task, kind="handoff", ref=f"{HANDOFF_REFS}/{task_id}")
     return s, files, commits_since(ctx, task.claim.opened if task.claim else 0), saved
 

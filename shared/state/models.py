@@ -1,7 +1,7 @@
 """Typed value objects: tasks, grants, claims, reports, findings, freezes.
 
 Everything that crosses a process boundary (state files, reports from workers) is parsed
-with these strict records (shared/record.py): unknown keys are errors, types are exact,
+with these strict records (shared/state/schema.py): unknown keys are errors, types are exact,
 NaN is refused, sizes are capped.
 """
 
@@ -12,12 +12,12 @@ from collections.abc import Callable
 from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated, Any, Literal, NewType
 
-from .errors import UsageError
-from .record import Constraint, F, Public, Record, RecordError, Tag, reader
+from hunkwise.shared.errors import UsageError
+from hunkwise.shared.state.schema import Constraint, F, Public, Record, RecordError, Tag, reader
 
 if TYPE_CHECKING:
     # Some are named only in quotes, as the document a `Public` record's public() returns.
-    from .results import (  # noqa: F401
+    from hunkwise.shared.state.documents import (  # noqa: F401
         CheckpointDoc,
         DecisionDoc,
         FindingDoc,
@@ -415,7 +415,7 @@ class ChangeEntry(Strict):
     new_oid: Oid | None = None
     hunks: list[HunkEntry] = F(default_factory=list, max_length=100_000)
     # For a file the task holds by line ranges: per range, the digest of the range's lines
-    # before and after the task's edits (see shared/tree.py: region identities).
+    # before and after the task's edits (see shared/hunks/taskview.py: region identities).
     regions: list[Sha256] = F(default_factory=list, max_length=10_000)
 
 

@@ -22,12 +22,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import diff, git, snapshot, store
-from .diff import FileChange, Hunk
-from .models import Saved, SavedKind, State, Task, TaskState, report_path
-from .ownership import glob_matches
-from .slide import canonical, placements
-from .tree import Selection, TreeView, select, whole_identity
+from hunkwise.shared import git
+from hunkwise.shared.hunks import diff, snapshot
+from hunkwise.shared.hunks.diff import FileChange, Hunk
+from hunkwise.shared.hunks.ownership import glob_matches
+from hunkwise.shared.hunks.slide import canonical, placements
+from hunkwise.shared.hunks.taskview import Selection, TreeView, select, whole_identity
+from hunkwise.shared.state import store
+from hunkwise.shared.state.models import Saved, SavedKind, State, Task, TaskState, report_path
 
 WIP_REFS = "refs/hunkwise/wip"
 SNAPSHOT_REFS = "refs/hunkwise/snapshots"
@@ -322,7 +324,7 @@ def record_now(ctx: Any, task_ids: Iterable[str],
                snap: snapshot.Snapshot | None = None) -> dict[str, Loss]:
     """`record_wip` for a worker command: one snapshot (`snap` when the command has one);
     a tree view only when the tree changed since the tasks' records."""
-    from .tree import active_tasks, view
+    from hunkwise.shared.hunks.taskview import active_tasks, view
 
     state = store.load(ctx.lay)
     ids = [t for t in task_ids if t in state.tasks

@@ -9,7 +9,7 @@ others may grow. `NotRequired` marks a key present only sometimes.
 
 Modules import this one under `TYPE_CHECKING` only: building these classes costs
 milliseconds that every command, in an agent's loop, would pay. A record that prints as
-one of these says so (`public()`, shared/models.py), so commands need no casts.
+one of these says so (`public()`, shared/state/models.py), so commands need no casts.
 """
 
 from __future__ import annotations

@@ -13,11 +13,26 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import diff, git, snapshot
-from .diff import FileChange
-from .errors import GitError
-from .models import ChangeEntry, HunkEntry, RangeGrant, State, Task, TaskState, report_path
-from .ownership import Ambiguous, Attribution, attribute, map_range, merged_ranges
+from hunkwise.shared import git
+from hunkwise.shared.errors import GitError
+from hunkwise.shared.hunks import diff, snapshot
+from hunkwise.shared.hunks.diff import FileChange
+from hunkwise.shared.hunks.ownership import (
+    Ambiguous,
+    Attribution,
+    attribute,
+    map_range,
+    merged_ranges,
+)
+from hunkwise.shared.state.models import (
+    ChangeEntry,
+    HunkEntry,
+    RangeGrant,
+    State,
+    Task,
+    TaskState,
+    report_path,
+)
 
 Identity = tuple[str, ...]
 
@@ -226,8 +241,8 @@ def task_entries(repo: Path, tv: TreeView, task: Task, sel: Selection) -> list[C
     happens to split or place an edit: a report made before another task's commit that
     only shifts lines still matches.
     """
-    from .diff import hunk_digest, splice, split_lines
-    from .ownership import range_relation
+    from hunkwise.shared.hunks.diff import hunk_digest, splice, split_lines
+    from hunkwise.shared.hunks.ownership import range_relation
 
     att = tv.attribution
     entries = to_entries(sel.changes, att)

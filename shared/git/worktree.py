@@ -22,8 +22,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import git
-from .errors import StateRefused
+from hunkwise.shared import git
+from hunkwise.shared.errors import StateRefused
 
 Key = tuple[int, int, int, int] | None  # (inode, mode, size, mtime_ns); None: absent
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 
-from .diff import Hunk, split_lines
+from hunkwise.shared.hunks.diff import Hunk, split_lines
 
 
 def _make(h: Hunk, a: int, b: int, added: list[bytes], old: Sequence[bytes], shift: int) -> Hunk:

@@ -12,8 +12,8 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from .errors import GitError, UsageError
-from .git import Sha, TreeEntries, git_dir, null_oid, object_format, run, tree_of
+from hunkwise.shared.errors import GitError, UsageError
+from hunkwise.shared.git import Sha, TreeEntries, git_dir, null_oid, object_format, run, tree_of
 
 
 def tree_id(repo: Path, entries: TreeEntries) -> Sha:

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple, NewType
 
-from .errors import GitError, UsageError
+from hunkwise.shared.errors import GitError, UsageError
 
 Sha = NewType("Sha", str)
 

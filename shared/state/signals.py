@@ -14,10 +14,10 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from .context import session_role
-from .errors import UsageError
-from .models import SESSION_RE, Checkpoint, Signal, SignalType, State
-from .store import now
+from hunkwise.shared.errors import UsageError
+from hunkwise.shared.state.context import session_role
+from hunkwise.shared.state.models import SESSION_RE, Checkpoint, Signal, SignalType, State
+from hunkwise.shared.state.store import now
 
 _TARGET_RE = re.compile(r"^(\*|sess-\d{8}-\d{4}-[A-Za-z0-9_.-]{1,64}@[A-Za-z0-9_.-]{1,64}|"
                         r"[A-Za-z0-9_-]{1,32}@[A-Za-z0-9_.*-]{1,64})$")
@@ -136,7 +136,7 @@ def handoff_file(root: Path, cp: Checkpoint) -> tuple[Path, bytes]:
 
 
 def write_handoff(path: Path, data: bytes) -> None:
-    from .store import atomic_write
+    from hunkwise.shared.state.store import atomic_write
 
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, data)

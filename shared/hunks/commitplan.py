@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import diff, git, objects
-from .context import Ctx
-from .diff import FileChange
-from .errors import CheckFailed
-from .tree import TreeView
+from hunkwise.shared import git
+from hunkwise.shared.errors import CheckFailed
+from hunkwise.shared.git import objects
+from hunkwise.shared.hunks import diff
+from hunkwise.shared.hunks.diff import FileChange
+from hunkwise.shared.hunks.taskview import TreeView
+from hunkwise.shared.state.context import Ctx
 
 
 @dataclass

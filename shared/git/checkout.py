@@ -8,7 +8,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from . import git
+from hunkwise.shared import git
 
 
 @contextlib.contextmanager

@@ -9,9 +9,10 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from . import config, git, store
-from .errors import StateRefused, UsageError
-from .models import ROLE_RE, SESSION_RE, State, Task, check_task_id
+from hunkwise.shared import git
+from hunkwise.shared.errors import StateRefused, UsageError
+from hunkwise.shared.state import config, store
+from hunkwise.shared.state.models import ROLE_RE, SESSION_RE, State, Task, check_task_id
 
 
 @dataclass

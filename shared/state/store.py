@@ -16,13 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from . import git
-from .errors import StateRefused, UsageError
-from .models import STATE_VERSION, State
-from .record import RecordError
+from hunkwise.shared import git
+from hunkwise.shared.errors import StateRefused, UsageError
+from hunkwise.shared.state.models import STATE_VERSION, State
+from hunkwise.shared.state.schema import RecordError
 
 if TYPE_CHECKING:
-    from .results import ArchiveLine
+    from hunkwise.shared.state.documents import ArchiveLine
 
 T = TypeVar("T")
 

@@ -2,7 +2,7 @@
 
 `worker handoff ID --to build@laptop` records the task's own changes (its hunks within its
 grants, by place and bytes) with the snapshot tree and base tree they were taken on, and
-publishes them with the handoff (shared/sync.py). On the laptop, `worker start ID` puts
+publishes them with the handoff (shared/machines/sync.py). On the laptop, `worker start ID` puts
 exactly those changes into its tree (`put_back`, as `coord restore` puts a recorded
 revision back), refusing where the laptop's lines differ from that base. The laptop's
 report travels back; the coordinator's `coord next` brings it into the desktop's tree
@@ -12,7 +12,7 @@ twice and nothing is lost. Where the desktop's copy changed since it was handed 
 the report's lines were changed in the desktop's tree), nothing is written and the lines
 are named.
 
-Every write goes through the compare-and-swap door (shared/worktree.py).
+Every write goes through the compare-and-swap door (shared/git/worktree.py).
 """
 
 from __future__ import annotations
@@ -21,11 +21,15 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from . import diff, git, objects, recovery, snapshot, store
-from .diff import FileChange, Hunk
-from .errors import StateRefused
-from .models import Checkpoint, Saved, SavedKind, State, Task, report_path
-from .worktree import write_entries
+from hunkwise.shared import git
+from hunkwise.shared.errors import StateRefused
+from hunkwise.shared.git import objects
+from hunkwise.shared.git.worktree import write_entries
+from hunkwise.shared.hunks import diff, snapshot
+from hunkwise.shared.hunks.diff import FileChange, Hunk
+from hunkwise.shared.state import store
+from hunkwise.shared.state.models import Checkpoint, Saved, SavedKind, State, Task, report_path
+from hunkwise.shared.work import recovery
 
 HANDOFF_REFS = "refs/hunkwise/handoffs"
 
@@ -42,7 +46,7 @@ def _safe(path: str) -> bool:
 def record_edits(repo: Path, tv: Any, task: Task, *, kind: SavedKind, ref: str) -> Saved | None:
     """The task's own changes in the tree now, as a record that can travel: the snapshot
     tree, the base *tree* (a tree travels without the commit's history) and its hunks."""
-    from .tree import select
+    from hunkwise.shared.hunks.taskview import select
 
     sel = select(tv, task)
     hunks, whole = recovery.record_of(sel)
@@ -152,7 +156,7 @@ def replace_held(ctx: Any, state: State, task: Task, incoming: Saved, *, what: s
                  again: str) -> list[str]:
     """Put `incoming` (changes from another machine) into this tree in place of what the
     tree holds of the task, which must still be `task.handover.held`; the paths written."""
-    from .tree import active_tasks, select, view
+    from hunkwise.shared.hunks.taskview import active_tasks, select, view
 
     assert task.handover is not None
     ho, repo = task.handover, ctx.repo
@@ -275,7 +279,7 @@ def _changed_here(repo: Path, held: Saved | None, mine: dict[str, FileChange]) -
 
 
 def _whole_id(ch: FileChange) -> str:
-    from .tree import whole_identity
+    from hunkwise.shared.hunks.taskview import whole_identity
 
     return whole_identity(ch)
 
@@ -325,7 +329,7 @@ def _now_entry(cur: FileChange | None, head: tuple[str, str] | None) -> tuple[st
 
 def _mine(ctx: Any, state: State, task_id: str) -> Task | None:
     """The task if this machine is its authority (not a mirror of another's table)."""
-    from .records import mirror
+    from hunkwise.shared.machines.chains import mirror
 
     task = state.tasks.get(task_id)
     if task is None or task_id in mirror(ctx)["tasks"]:
@@ -337,8 +341,8 @@ def apply_claims(ctx: Any, machine: str, claims: list[Any], applied: Any) -> Non
     """A session of another machine started one of this machine's tasks (a handed-over
     one, typically): the claim is granted as a local `worker start` would grant it, or
     ignored when the task is no longer startable by it (the published table answers)."""
-    from .models import Claim, Signal, SignalType, TaskState
-    from .signals import addressed_to, close_about
+    from hunkwise.shared.state.models import Claim, Signal, SignalType, TaskState
+    from hunkwise.shared.state.signals import addressed_to, close_about
 
     with store.transaction(ctx.lay) as state:
         for rec in claims:
@@ -382,8 +386,8 @@ def apply_handbacks(ctx: Any, machine: str, checkpoints: dict[str, Checkpoint],
     (back here, typically): its claim is released and the task reserved for the target,
     as a local `worker handoff` does. Its edits travel with the handoff; the start that
     takes it here puts them in place of this tree's copy (`replace_held`)."""
-    from .models import Signal, SignalType, TaskState
-    from .signals import addressed_to
+    from hunkwise.shared.state.models import Signal, SignalType, TaskState
+    from hunkwise.shared.state.signals import addressed_to
 
     with store.transaction(ctx.lay) as state:
         for cp in checkpoints.values():
@@ -413,8 +417,7 @@ def apply_works(ctx: Any, machine: str, works: list[tuple[str, bytes, Any, str, 
     holds the claim of: it joins this inbox as a local delivery would, and waits for
     `coord next` to bring its changes into this tree (`bring_in`)."""
     from hunkwise import inbox
-
-    from .models import Handover, TaskState
+    from hunkwise.shared.state.models import Handover, TaskState
 
     with store.transaction(ctx.lay) as state:
         for _name, data, report, snapshot, base in sorted(works, key=lambda w: w[0]):

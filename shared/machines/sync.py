@@ -30,11 +30,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from . import git, objects, store
-from .context import Ctx, machine_name
-from .errors import CoordError, GitError, UsageError
-from .models import ClaimRecord, Report, Task, TaskState
-from .records import (
+from hunkwise.shared import git
+from hunkwise.shared.errors import CoordError, GitError, UsageError
+from hunkwise.shared.git import objects
+from hunkwise.shared.machines.chains import (
     KEEP_FINISHED_S,
     KEEP_REPORTS_S,
     KEY_RE,
@@ -54,9 +53,12 @@ from .records import (
     plan_tree,
     read_ref,
 )
+from hunkwise.shared.state import store
+from hunkwise.shared.state.context import Ctx, machine_name
+from hunkwise.shared.state.models import ClaimRecord, Report, Task, TaskState
 
 if TYPE_CHECKING:
-    from .results import SyncResult
+    from hunkwise.shared.state.documents import SyncResult
 
 # A chain longer than this is compacted: its machine publishes a new root commit holding
 # the current tree under the next generation of its ref, and deletes the old one.
@@ -286,7 +288,7 @@ def sync(ctx: Ctx, remote: str | None = None, *, fetching: bool = True) -> SyncR
     why = fetch(ctx, name) if fetching else None
     if why:
         warnings.append(f"fetch from {name} failed: {why}; working from what was fetched before")
-    from .remote import apply_remote, remote_machines
+    from hunkwise.shared.machines.remote import apply_remote, remote_machines
 
     # One listing of the refs serves the whole sync: the fetched chains, and this
     # machine's own (which only this sync's publish moves, and tells).

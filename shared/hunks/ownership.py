@@ -22,8 +22,8 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from .diff import FileChange, Hunk
-from .models import GlobGrant, Grant, RangeGrant, Task
+from hunkwise.shared.hunks.diff import FileChange, Hunk
+from hunkwise.shared.state.models import GlobGrant, Grant, RangeGrant, Task
 
 _WILD = re.compile(r"[*?\[]")
 
@@ -284,11 +284,11 @@ def attribute(changes: Sequence[FileChange], tasks: Sequence[Task],
     """Attribute every change of the tree to the grants of active `tasks`.
 
     `old_texts` holds the old (HEAD) bytes of changed files that carry range grants; with
-    them a hunk is judged on every placement that yields the same file (shared/slide.py),
+    them a hunk is judged on every placement that yields the same file (shared/hunks/slide.py),
     never only on the one git printed (SPEC.md, "Ownership rules").
     """
-    from .diff import split_lines
-    from .slide import canonical, placements
+    from hunkwise.shared.hunks.diff import split_lines
+    from hunkwise.shared.hunks.slide import canonical, placements
 
     result = Attribution()
     active = [t for t in tasks if t.active]

@@ -1,7 +1,7 @@
 """What other machines published, read as untrusted input and applied here.
 
 Every record of a fetched chain (`refs/hunkwise/remote/<machine>/records`, see
-shared/sync.py) is parsed as strictly as a report in the inbox (size caps, duplicate keys,
+shared/machines/sync.py) is parsed as strictly as a report in the inbox (size caps, duplicate keys,
 NaN, the strict record); its id or session must name the machine whose ref holds it;
 what fails is quarantined with its reason, once. The machine that holds a task in its own
 state is its one authority: it applies remote audit verdicts under its lock. Other
@@ -18,25 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from . import git, store
-from .context import Ctx, machine_name, session_role
-from .errors import UsageError
-from .models import (
-    INACTIVE,
-    SESSION_RE,
-    TASK_ID_RE,
-    AuditVerdict,
-    Checkpoint,
-    ClaimRecord,
-    Report,
-    Signal,
-    SignalType,
-    Task,
-    TaskState,
-    WorkReport,
-)
-from .record import Record
-from .records import (
+from hunkwise.shared import git
+from hunkwise.shared.errors import UsageError
+from hunkwise.shared.machines.chains import (
     KEY_RE,
     MAX_RECORD_BYTES,
     REPORT_NAME_RE,
@@ -50,12 +34,28 @@ from .records import (
     save_json,
     sync_dir,
 )
-from .signals import addressed_to, close_about
+from hunkwise.shared.state import store
+from hunkwise.shared.state.context import Ctx, machine_name, session_role
+from hunkwise.shared.state.models import (
+    INACTIVE,
+    SESSION_RE,
+    TASK_ID_RE,
+    AuditVerdict,
+    Checkpoint,
+    ClaimRecord,
+    Report,
+    Signal,
+    SignalType,
+    Task,
+    TaskState,
+    WorkReport,
+)
+from hunkwise.shared.state.schema import Record
+from hunkwise.shared.state.signals import addressed_to, close_about
 
 if TYPE_CHECKING:
     from hunkwise.inbox import Staged
-
-    from .results import AppliedDoc, QuarantinedRecord, SeenChain
+    from hunkwise.shared.state.documents import AppliedDoc, QuarantinedRecord, SeenChain
 
 R = TypeVar("R", bound=Record)
 _SIG_ID_RE = re.compile(r"^sig-\d{8}-\d{3,9}@(?P<m>[A-Za-z0-9_-]{1,64})$")
@@ -182,7 +182,7 @@ def _apply_machine(ctx: Ctx, machine: str, commit: str, done: set[str],
                     raise UsageError(f"signal id {sig.id!r} is not one of {machine}'s")
                 if machine_of(sig.sender) != machine:
                     raise UsageError(f"sender {sig.sender!r} is not on {machine}")
-                from .signals import check_target
+                from hunkwise.shared.state.signals import check_target
 
                 check_target(sig.to)
                 signals.append(sig)
@@ -235,7 +235,7 @@ def _apply_machine(ctx: Ctx, machine: str, commit: str, done: set[str],
         done.add(f"{path} {oid}")
     _apply_state(ctx, machine, signals, checkpoints, verdicts, table, applied)
     if claims or works or checkpoints:
-        from .handover import apply_claims, apply_handbacks, apply_works
+        from hunkwise.shared.machines.handover import apply_claims, apply_handbacks, apply_works
 
         apply_claims(ctx, machine, claims, applied)
         apply_works(ctx, machine, works, applied)
@@ -452,8 +452,8 @@ def newest_report(ctx: Ctx, task_id: str) -> tuple[Report, str, str, str] | None
 def grants_at(repo: Path, task: Task, ranges_at: str | None, base: str) -> Task:
     """A copy of the task with its range grants mapped from `ranges_at` (where the state
     numbered them) to the tree `base`; unchanged when either is unknown here."""
-    from . import diff
-    from .ownership import map_range
+    from hunkwise.shared.hunks import diff
+    from hunkwise.shared.hunks.ownership import map_range
 
     paths = sorted({g.path for g in task.grants if g.kind == "range"})
     if not paths or not ranges_at or not has_object(repo, ranges_at):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .errors import UsageError
-from .record import F, Record, RecordError
+from hunkwise.shared.errors import UsageError
+from hunkwise.shared.state.schema import F, Record, RecordError
 
 
 class _Section(Record):
@@ -108,7 +108,7 @@ def load_at(repo: Path, commit: str) -> Config:
     """The settings as committed in `commit`: HEAD for every command, the frozen commit for
     verify. Never the working tree's copy: an uncommitted (or half-edited, or unowned) edit
     must not change what the coordinator runs or how long a claim lives."""
-    from . import git
+    from hunkwise.shared import git
 
     data = git.file_at(repo, commit, "coord.toml")
     where = f"coord.toml at {commit if commit == 'HEAD' else commit[:12]}"
@@ -128,7 +128,7 @@ def load(repo: Path) -> Config:
 
 def working_copy_differs(repo: Path) -> bool:
     """Does the working tree's `coord.toml` differ from HEAD's (so an edit is not in force)?"""
-    from . import git
+    from hunkwise.shared import git
 
     committed = git.file_at(repo, "HEAD", "coord.toml")
     path = repo / "coord.toml"

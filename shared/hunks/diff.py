@@ -1,4 +1,4 @@
-"""-U0 hunks of tree diffs, hunk identity, and blob splicing (snapshots: shared/snapshot.py).
+"""-U0 hunks of tree diffs, hunk identity, and blob splicing (snapshots: shared/hunks/snapshot.py).
 
 Everything here works on bytes: paths and contents are never decoded, and file content is
 split on b"\\n" the way git does, never with splitlines().
@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import git
+from hunkwise.shared import git
 
 if TYPE_CHECKING:
-    from .models import ChangeKind
+    from hunkwise.shared.state.models import ChangeKind
 
 REGULAR_MODES = ("100644", "100755")
 

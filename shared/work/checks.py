@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from .models import CheckResult
-from .proc import run_command
+from hunkwise.shared.proc import run_command
+from hunkwise.shared.state.models import CheckResult
 
 TAIL_CHARS = 4000
 

@@ -1,8 +1,8 @@
 """The records machines exchange through their git remote, and where they live: ref names
 (each machine's chain and its generations, the fetched copies), the limits and names an
 untrusted record must meet, the JSON files a sync keeps, the mirror of the authority's
-tasks, and the tree plumbing records are read and written with. shared/sync.py publishes,
-pushes and fetches them; shared/remote.py applies what other machines sent."""
+tasks, and the tree plumbing records are read and written with. shared/machines/sync.py publishes,
+pushes and fetches them; shared/machines/remote.py applies what other machines sent."""
 
 from __future__ import annotations
 
@@ -12,12 +12,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from . import git, objects, store
-from .context import Ctx
-from .errors import UsageError
+from hunkwise.shared import git
+from hunkwise.shared.errors import UsageError
+from hunkwise.shared.git import objects
+from hunkwise.shared.state import store
+from hunkwise.shared.state.context import Ctx
 
 if TYPE_CHECKING:
-    from .results import Mirror
+    from hunkwise.shared.state.documents import Mirror
 
 OWN = "refs/hunkwise/m"
 SEEN = "refs/hunkwise/remote"

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from enum import Enum
 from typing import Any, ClassVar, Generic, TypeVar, dataclass_transform
 
-from .errors import UsageError
+from hunkwise.shared.errors import UsageError
 
 R = TypeVar("R", bound="Record")
 _CLASSVAR = re.compile(r"^\s*(?:typing\.)?ClassVar\b")
@@ -186,7 +186,7 @@ class Record:
 
 class Public(Generic[D]):
     """A record whose JSON form is, as it is, a document commands print (a TypedDict of
-    shared/results.py): `public()` is `model_dump()` typed as that document."""
+    shared/state/documents.py): `public()` is `model_dump()` typed as that document."""
 
     def public(self) -> D:
         return typing.cast(D, _dump(self, False))

@@ -12,9 +12,9 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import git
-from .diff import REGULAR_MODES, FileChange, parse_raw, raw_and_patch, raw_diff
-from .git import Sha
+from hunkwise.shared import git
+from hunkwise.shared.git import Sha
+from hunkwise.shared.hunks.diff import REGULAR_MODES, FileChange, parse_raw, raw_and_patch, raw_diff
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ def _settled_tree(repo: Path, env: dict[str, str], base: str, patch: bool) -> Sh
     """
     import time
 
-    from .errors import GitError, StateRefused
+    from hunkwise.shared.errors import GitError, StateRefused
 
     errors: list[GitError] = []
     for attempt in range(SNAPSHOT_TRIES):
@@ -152,7 +152,7 @@ def _reread_agrees(repo: Path, base: str, tree: str, patch: bool = False) -> boo
     empty = [f for p, f in full.items()
              if (k := before[p]) is not None and k[2] == 0 and stat.S_ISREG(k[1])]
     if empty:
-        from .worktree import held_for_writing
+        from hunkwise.shared.git.worktree import held_for_writing
 
         return not any(held_for_writing(Path(f)) for f in empty)
     return True

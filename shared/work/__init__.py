@@ -1,0 +1,1 @@
+"""A task's recorded work: recovery and checks."""
