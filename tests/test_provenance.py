@@ -1,0 +1,33 @@
+"""Provenance records: what a session's tool calls wrote, read back per path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hunkwise.shared.state import provenance
+
+
+def test_lines_written_by_two_sessions_are_told_apart(tmp_path: Path) -> None:
+    provenance.note(tmp_path, "sess-a", "m.py", [b"@cache\n", b"", b"def helper():\r\n"])
+    provenance.note(tmp_path, "sess-b", "m.py", [b"@cache"])
+    provenance.note(tmp_path, "sess-b", "other.py", [b"x = 1\n"])
+    got = provenance.writers(tmp_path, "m.py")
+    assert got[provenance.line_digest(b"@cache")] == {"sess-a", "sess-b"}
+    assert got[provenance.line_digest(b"def helper():")] == {"sess-a"}
+    assert provenance.line_digest(b"") not in got  # a blank line is evidence of nothing
+    assert provenance.writers(tmp_path, "nope.py") == {}
+
+
+def test_a_torn_line_loses_only_itself_and_long_records_are_split(tmp_path: Path) -> None:
+    many = [f"line {i}".encode() for i in range(200)]
+    provenance.note(tmp_path, "sess-a", "big.py", many)
+    with open(tmp_path / provenance.FILE, "ab") as f:
+        f.write(b'{"session": "sess-x", "path": "big.py", "lin')  # a crash mid-append
+    raw = (tmp_path / provenance.FILE).read_bytes().split(b"\n")
+    assert all(len(r) < 4096 for r in raw)
+    got = provenance.writers(tmp_path, "big.py")
+    assert len(got) == 200 and all(s == {"sess-a"} for s in got.values())
+
+
+def test_no_file_means_no_evidence(tmp_path: Path) -> None:
+    assert provenance.all_writers(tmp_path / "missing") == {}
