@@ -20,6 +20,7 @@ from hunkwise.shared.hunks.taskview import (
     Selection,
     TreeView,
     active_tasks,
+    contest_lines,
     identities,
     may_still_claim,
     select,
@@ -143,15 +144,26 @@ def assess(repo: Path, tv: TreeView, tasks: dict[str, Task], task: Task,
             if why:
                 findings.append(Finding(
                     code="ambiguous", path=path,
-                    detail=f"the change at line {amb.hunk.old_start} lies inside the grants of "
-                           f"both {task.id} and {other_id} (a run of identical lines crosses "
-                           f"their boundary); {why}. Nothing of it is committed until one "
-                           "task's report stops claiming it, or a grant is narrowed"))
+                    detail=f"lines {contest_lines(amb).rpartition(':')[2]}: "
+                           f"{amb.reason or 'they could be either task' + chr(39) + 's'}; {why}. Nothing of "
+                           "it is committed until one task's report stops claiming it, or a "
+                           "grant is narrowed"))
     for amb in sel.unclaimed_ambiguous:
-        warnings.append(Finding(code="ambiguous", path=report_path(amb.change.path),
-                                detail=f"a change at line {amb.hunk.old_start} could be "
-                                       f"{' or '.join(amb.tasks)}'s; {task.id} does not claim "
-                                       "it, so it is not committed with it"))
+        path = report_path(amb.change.path)
+        others = [t for t in amb.tasks if t != task.id]
+        if any(tasks.get(t) is not None and amb.canon in tasks[t].claimed.get(path, [])
+               for t in others):
+            warnings.append(Finding(code="ambiguous", path=path,
+                                    detail=f"lines {contest_lines(amb).rpartition(':')[2]} are "
+                                           f"claimed by {', '.join(others)}, not by {task.id}: "
+                                           "not committed with it"))
+            continue
+        findings.append(Finding(
+            code="ambiguous", path=path,
+            detail=f"lines {contest_lines(amb).rpartition(':')[2]}: "
+                   f"{amb.reason or 'they could be ' + ' or '.join(amb.tasks) + chr(39) + 's'}; "
+                   f"neither report says whose they are (worker done {task.id} --claim or "
+                   "--disclaim them); nothing is committed until one does"))
     for path, _ident in sel.inherited:
         warnings.append(Finding(code="inherited", path=path,
                                 detail=f"a change in {task.id}'s grant was there before it "

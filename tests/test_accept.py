@@ -372,16 +372,18 @@ def test_hunk_straddling_two_ranges_is_refused(make_repo: MakeRepo, coord: Cli, 
     begin(coord, worker, repo, "A", "f.txt:1-5")
     begin(coord, worker, repo, "B", "f.txt:6-10")
     write(repo, "f.txt", lines_with(base, l5="five by A", l6="six by A"))
+    # Two new lines where A's last and B's first were: A replaced one of its own with
+    # both and B deleted its own, or each replaced its own: the file cannot tell, and
+    # nothing recorded who wrote them. `worker done` asks, and delivers nothing.
     r = worker(repo, "done", "A")
-    assert r.code == 1 and "cannot be claimed" in error_message(r)
-    assert "f.txt lines 5-6" in error_message(r) and "B" in error_message(r)
+    assert r.code == 1 and "f.txt:5-6" in error_message(r) and "B" in error_message(r)
+    assert "--claim" in error_message(r) and "--disclaim" in error_message(r)
     assert ok(coord(repo, "inbox"))["reports"] == []  # nothing was delivered
     assert head(repo) == root
     assert git(repo, "diff", "--cached", "--name-only") == ""
     assert (repo / "f.txt").read_bytes() == lines_with(base, l5="five by A", l6="six by A")
     st = ok(coord(repo, "status"))
-    assert [c["path"] for c in st["conflicts"]] == ["f.txt"]
-    assert sorted(st["conflicts"][0]["tasks"]) == ["A", "B"]
+    assert [a["path"] for a in st["ambiguous"]] == ["f.txt"]
 
 
 def test_insertion_on_the_boundary_of_two_ranges_is_refused(make_repo: MakeRepo, coord: Cli,
@@ -396,13 +398,13 @@ def test_insertion_on_the_boundary_of_two_ranges_is_refused(make_repo: MakeRepo,
     write(repo, "f.txt", "\n".join(rows))
     # The insertion lies inside both ranges: ambiguous. A claims it; B, still in progress,
     # may claim it too, so nothing of it is committed yet.
-    done(worker, repo, "A", "A")
+    done(worker, repo, "A", "A", "--claim", "f.txt:6")
     r = coord(repo, "accept", "A")
     assert r.code == 1, r.stdout
     assert head(repo) == root
     assert "ambiguous" in finding_codes(coord, repo, "A")
     # B claims it as well: both accepts refuse, naming the ambiguity; nothing is guessed.
-    done(worker, repo, "B", "B")
+    done(worker, repo, "B", "B", "--claim", "all")
     for tid in ("A", "B"):
         r = coord(repo, "accept", tid)
         assert r.code == 1 and "ambiguous" in error_message(r), r.stdout

@@ -281,10 +281,10 @@ def test_status_shape_on_a_fresh_repo(coord: Coord, repo: Path) -> None:
 def test_status_lists_tasks_unowned_changes_conflicts_and_staged_files(
         coord: Coord, repo: Path) -> None:
     ok(assign(coord, repo, "f.txt:1-5", tid="top"))
-    ok(assign(coord, repo, "f.txt:6-10", tid="bottom"))
+    ok(assign(coord, repo, "f.txt:7-10", tid="bottom"))
     set_line(repo, "f.txt", 2, "mine, inside top")        # owned: not listed
-    set_line(repo, "f.txt", 5, "five")                     # one hunk over 5-6:
-    set_line(repo, "f.txt", 6, "six")                      #   straddles top and bottom
+    set_line(repo, "f.txt", 5, "five")                     # top's last line and the
+    set_line(repo, "f.txt", 6, "six")                      #   unowned line 6: undividable
     write(repo, "src/a.py", "a = 100\n")                   # unowned
     write(repo, "notes.txt", "hello\n")
     git(repo, "add", "notes.txt")                          # staged by someone else

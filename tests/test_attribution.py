@@ -54,20 +54,31 @@ def test_a_helper_appended_after_ones_function_is_committed_with_it(make_repo, c
 def test_a_deletion_git_prints_in_the_neighbours_range_is_never_committed_for_it(
         make_repo, coord, worker):
     """Was: in `x y y y z`, A (1-3) deleted line 2; git printed the deletion at line 4
-    (B's range); A reported 0 hunks and `coord accept B` committed A's deletion."""
+    (B's range); A reported 0 hunks and `coord accept B` committed A's deletion.
+
+    Which `y` went is not in the file: either A deleted one of its own (the `y` left at
+    line 3 is B's) or B deleted its own (that `y` is A's). Nothing recorded who wrote what,
+    so each worker says whose line 3 is; only then is anything committed."""
     repo = make_repo({"f.txt": "x\ny\ny\ny\nz\n"})
     begin(coord, worker, repo, "A", "f.txt:1-3")
     begin(coord, worker, repo, "B", "f.txt:4-5")
     write(repo, "f.txt", "x\ny\ny\nz\n")
-    rep = ok(worker(repo, "done", "A"))["report"]
-    assert rep["changes"] == 1  # A claims the deletion: one of its placements is its own
-    ok(worker(repo, "done", "B"))  # B claims it too: it could be either's
+    r = worker(repo, "done", "A")
+    assert r.code == 1 and "f.txt:3" in err(r) and "--disclaim" in err(r)
+    assert "boundary" in err(r)
+    # Both say line 3 is theirs: nothing is committed for either.
+    ok(worker(repo, "done", "A", "--claim", "f.txt:3"))
+    ok(worker(repo, "done", "B", "--claim", "f.txt:3"))
     root = git(repo, "rev-parse", "HEAD")
     for tid in ("B", "A"):
         r = coord(repo, "accept", tid)
         assert r.code == 1 and "ambiguous" in err(r), r.stdout
-        assert "A" in err(r) and "B" in err(r)
+        assert "A" in err(r) and "B" in err(r) and "lines 3" in err(r)
     assert git(repo, "rev-parse", "HEAD") == root
+    # A says the truth (it deleted one of its own, line 3 is B's): A's deletion alone.
+    ok(worker(repo, "done", "A", "--disclaim", "f.txt:3"))
+    ok(coord(repo, "accept", "A"))
+    assert head_file(repo, "f.txt") == b"x\ny\ny\nz\n"
 
 
 def test_an_ambiguous_change_is_committed_for_the_only_task_that_can_claim_it(
@@ -76,7 +87,7 @@ def test_an_ambiguous_change_is_committed_for_the_only_task_that_can_claim_it(
     begin(coord, worker, repo, "A", "f.txt:1-3")
     ok(coord(repo, "assign", "B", "--title", "b", "--expect", "e", "--write", "f.txt:4-5"))
     write(repo, "f.txt", "x\ny\ny\nz\n")
-    ok(worker(repo, "done", "A"))
+    ok(worker(repo, "done", "A", "--disclaim", "all"))
     # B never started: what it finds at its start is inherited, never its claim.
     ok(coord(repo, "accept", "A"))
     assert head_file(repo, "f.txt") == b"x\ny\ny\nz\n"

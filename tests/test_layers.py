@@ -23,7 +23,8 @@ ALLOWED: dict[str, set[str]] = {
     # bytes in, owners out: knows the records it reads and the repository's context, never
     # the store that keeps them
     "shared.hunks": {ERRORS, "shared.git", "shared.state.models", "shared.state.schema",
-                     "shared.state.documents", "shared.state.context"},
+                     "shared.state.documents", "shared.state.context",
+                     "shared.state.provenance"},
     "shared.work": {ERRORS, "shared.proc", "shared.git", "shared.state", "shared.hunks"},
     "inbox": {ERRORS, "shared.git", "shared.state", "shared.hunks", "shared.work"},
     # the one layer above inbox

@@ -295,15 +295,27 @@ def test_each_range_holder_owns_its_own_hunks(ten: Path) -> None:
     assert [h.old_start for h in att.owned["task-002"][0].hunks] == [9]
 
 
-def test_hunk_straddling_two_ranges_is_a_conflict(ten: Path) -> None:
-    set_line(ten, "f.txt", 5, "five")
-    set_line(ten, "f.txt", 6, "six")  # one -U0 hunk: old lines 5-6
+def test_edits_of_both_edge_lines_of_touching_ranges_are_contested(ten: Path) -> None:
+    """Attribution is by region, never by the shape of git's hunk (old lines 5-6): each
+    range's edge line was replaced, or one replaced by two and the other deleted. Nothing
+    anchors the cut between, so the two new lines are contested, named with both tasks."""
+    set_line(ten, "f.txt", 5, "line 50")
+    set_line(ten, "f.txt", 6, "line 60")
     a, b = task("task-001", "f.txt:1-5"), task("task-002", "f.txt:6-10")
     att = view(ten, [a, b]).attribution
-    assert att.owned == {}
-    ((ch, h, holders),) = att.conflicts
-    assert ch.path == "f.txt" and (h.old_start, h.old_lines) == (5, 2)
-    assert holders == ["task-001", "task-002"]
+    assert att.conflicts == []
+    (amb,) = att.ambiguous
+    assert amb.tasks == ["task-001", "task-002"]
+    assert (amb.hunk.new_start, amb.hunk.new_lines, amb.hunk.added) == (5, 2, b"line 50\nline 60\n")
+
+
+def test_a_region_s_own_edit_stays_its_own_whatever_git_prints(ten: Path) -> None:
+    set_line(ten, "f.txt", 4, "four")
+    set_line(ten, "f.txt", 7, "seven")
+    a, b = task("task-001", "f.txt:1-5"), task("task-002", "f.txt:6-10")
+    att = view(ten, [a, b]).attribution
+    got = {t: [(h.old_start, h.added) for h in chs[0].hunks] for t, chs in att.owned.items()}
+    assert got == {"task-001": [(4, b"four\n")], "task-002": [(7, b"seven\n")]}
 
 
 def test_insertion_on_the_boundary_of_adjacent_ranges_is_ambiguous(ten: Path) -> None:

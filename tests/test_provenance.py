@@ -8,14 +8,19 @@ from hunkwise.shared.state import provenance
 
 
 def test_lines_written_by_two_sessions_are_told_apart(tmp_path: Path) -> None:
-    provenance.note(tmp_path, "sess-a", "m.py", [b"@cache\n", b"", b"def helper():\r\n"])
+    provenance.note(tmp_path, "sess-a", "m.py", [b"@cache\n", b"\n", b"\n", b"def helper():\r\n"],
+                    removed=[b"    pass\n"])
     provenance.note(tmp_path, "sess-b", "m.py", [b"@cache"])
     provenance.note(tmp_path, "sess-b", "other.py", [b"x = 1\n"])
     got = provenance.writers(tmp_path, "m.py")
-    assert got[provenance.line_digest(b"@cache")] == {"sess-a", "sess-b"}
-    assert got[provenance.line_digest(b"def helper():")] == {"sess-a"}
-    assert provenance.line_digest(b"") not in got  # a blank line is evidence of nothing
+    assert got[provenance.line_digest(b"@cache")] == {"sess-a": 1, "sess-b": 1}
+    assert got[provenance.line_digest(b"def helper():")] == {"sess-a": 1}
+    assert got[provenance.line_digest(b"")] == {"sess-a": 2}  # two blank lines written
+    assert provenance.all_removers(tmp_path)["m.py"] == {
+        provenance.line_digest(b"    pass"): {"sess-a": 1}}
     assert provenance.writers(tmp_path, "nope.py") == {}
+    ev = provenance.evidence(tmp_path, {"sess-a": "A"})
+    assert ev["m.py"][provenance.line_digest(b"@cache")] == ({"A": 1, "?sess-b": 1}, {})
 
 
 def test_a_torn_line_loses_only_itself_and_long_records_are_split(tmp_path: Path) -> None:
@@ -26,7 +31,7 @@ def test_a_torn_line_loses_only_itself_and_long_records_are_split(tmp_path: Path
     raw = (tmp_path / provenance.FILE).read_bytes().split(b"\n")
     assert all(len(r) < 4096 for r in raw)
     got = provenance.writers(tmp_path, "big.py")
-    assert len(got) == 200 and all(s == {"sess-a"} for s in got.values())
+    assert len(got) == 200 and all(s == {"sess-a": 1} for s in got.values())
 
 
 def test_no_file_means_no_evidence(tmp_path: Path) -> None:

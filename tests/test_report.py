@@ -604,14 +604,15 @@ def test_change_straddling_grants_is_an_overlap(make_repo) -> None:
     core_start(repo, "t1")
     text = (repo / "f.txt").read_text().replace("line 10\nline 11\n", "joined\n")
     (repo / "f.txt").write_text(text)
-    # The worker's own edit reaches into t2's range: it cannot be claimed, nothing is
-    # delivered, and the message says which lines and what to do.
+    # The worker's edit joined its last line with t2's first: whose the new line is, the
+    # file cannot tell; nothing is delivered, and the message says which lines, with whom,
+    # and what to do.
     from hunkwise.shared.errors import CheckFailed
 
     with pytest.raises(CheckFailed) as err:
         core_done(repo, "t1")
-    assert "f.txt lines 10-11" in err.value.message and "t2" in err.value.message
-    assert "wider grant" in err.value.message
+    assert "f.txt:10" in err.value.message and "t2" in err.value.message
+    assert "--claim" in err.value.message
 
 
 # ---- paths git allows but UTF-8 does not ---------------------------------------------------

@@ -109,9 +109,15 @@ def _report_text(d: DeliverResult) -> str:
 @click.option("--commit-message", "message", default=None, metavar="M",
               help="Proposed commit message (first line is the subject).")
 @click.option("--no-run-checks", is_flag=True, help="Do not run the task's checks.")
+@click.option("--claim", multiple=True, metavar="PATH[:LINES]|all",
+              help="Lines at a boundary that only you or your neighbour can have written "
+                   "are yours. Repeatable.")
+@click.option("--disclaim", multiple=True, metavar="PATH[:LINES]|all",
+              help="Lines at a boundary are not yours. Repeatable.")
 @common
 def done(task_id: str, session: str | None, summary: str, unfinished: tuple[str, ...],
-         message: str | None, no_run_checks: bool, as_json: bool, repo: str | None) -> None:
+         message: str | None, no_run_checks: bool, claim: tuple[str, ...],
+         disclaim: tuple[str, ...], as_json: bool, repo: str | None) -> None:
     """Run the checks, then deliver the task's report."""
     from hunkwise.worker import lifecycle
 
@@ -119,7 +125,8 @@ def done(task_id: str, session: str | None, summary: str, unfinished: tuple[str,
     _autosync(ctx)
     doc = lifecycle.done(ctx, task_id, session=session, summary=summary,
                          unfinished=list(unfinished), message=message,
-                         run_checks=not no_run_checks)
+                         run_checks=not no_run_checks, claim=list(claim),
+                         disclaim=list(disclaim))
     _autosync(ctx)  # the report travels now, not at the next command
     emit(doc, as_json, _report_text)
 

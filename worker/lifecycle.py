@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 from collections import Counter
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from hunkwise import inbox
@@ -16,6 +17,7 @@ from hunkwise.shared.errors import CheckFailed, StateRefused, UsageError
 from hunkwise.shared.hunks.snapshot import Snapshot
 from hunkwise.shared.hunks.taskview import (
     active_tasks,
+    decide_boundaries,
     identities_of_selection,
     patch_digest,
     select,
@@ -33,6 +35,7 @@ from hunkwise.shared.state.context import (
     refuse_if_frozen,
 )
 from hunkwise.shared.state.models import (
+    DISCLAIMED,
     Claim,
     Overlap,
     ProposedCommit,
@@ -298,7 +301,7 @@ def _proposed(task: Task, message: str | None, summary: str) -> ProposedCommit:
 
 def _report(ctx: Ctx, task_id: str, *, status: ReportStatus, session: str | None, summary: str,
             unfinished: list[str], message: str | None, reason: str | None,
-            run: bool) -> DeliverResult:
+            run: bool, claim: Sequence[str] = (), disclaim: Sequence[str] = ()) -> DeliverResult:
     """Check, compute the task's own changes, deliver the report atomically.
 
     The state lock is held twice, each time only to read, re-check and write the state:
@@ -329,6 +332,16 @@ def _report(ctx: Ctx, task_id: str, *, status: ReportStatus, session: str | None
                           details=failure_text(failed))
     tv = view(ctx.repo, active_tasks(state))
     sel = select(tv, task)
+    undecided = decide_boundaries(sel, claim, disclaim)
+    if undecided and status == "done":
+        raise CheckFailed(f"{task_id}: {len(undecided)} change(s) at the boundary of your "
+                          "grant could be yours or your neighbour's, and nothing recorded who "
+                          f"wrote them: {'; '.join(undecided[:5])}. Say which: worker done "
+                          f"{task_id} --claim PATH:LINES (yours) or --disclaim PATH:LINES (not "
+                          "yours; `all` for every one). If only some of those lines are yours, "
+                          "no answer is right: with the agent hooks installed (coord "
+                          "install-hooks) what each session wrote settles it; else report "
+                          f"worker blocked {task_id}; nothing was delivered")
     blocking = _unclaimable(tv, task, sel)
     if blocking and status == "done":
         raise CheckFailed(f"{task_id}: {len(blocking)} edit(s) in your grants cannot be "
@@ -365,6 +378,8 @@ def _report(ctx: Ctx, task_id: str, *, status: ReportStatus, session: str | None
         checks_skipped=not run and bool(task.checks) and status == "done")
     saved = recovery.saved_of(tv, sel, kind="report", revision=revision, ref=ref)
     claimed = identities_of_selection(tv, task, sel)
+    for a in sel.disclaimed_ambiguous:
+        claimed.setdefault(report_path(a.change.path), []).append(DISCLAIMED + a.canon)
     staged = inbox.stage(ctx.lay.inbox, report.model_dump_json().encode(), task_id, revision)
     recovery.kill_point("worker-staged")
     try:
@@ -461,9 +476,11 @@ def _unclaimable(tv: Any, task: Task, sel: Any) -> list[str]:
 
 
 def done(ctx: Ctx, task_id: str, *, session: str | None, summary: str, unfinished: list[str],
-         message: str | None, run_checks: bool) -> DeliverResult:
+         message: str | None, run_checks: bool, claim: Sequence[str] = (),
+         disclaim: Sequence[str] = ()) -> DeliverResult:
     return _report(ctx, task_id, status="done", session=session, summary=summary,
-                   unfinished=unfinished, message=message, reason=None, run=run_checks)
+                   unfinished=unfinished, message=message, reason=None, run=run_checks,
+                   claim=claim, disclaim=disclaim)
 
 
 def stopped(ctx: Ctx, task_id: str, *, status: ReportStatus, session: str | None,

@@ -21,9 +21,13 @@ import itertools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from hunkwise.shared.hunks.diff import FileChange, Hunk
 from hunkwise.shared.state.models import GlobGrant, Grant, RangeGrant, Task
+
+if TYPE_CHECKING:
+    from hunkwise.shared.hunks.regions import Evidence
 
 _WILD = re.compile(r"[*?\[]")
 
@@ -220,6 +224,7 @@ class Ambiguous:
     canon: str                      # identity whatever the placement (slide.canonical)
     tasks: list[str]
     placed: dict[str, Hunk]         # task id -> a placement inside that task's grant
+    reason: str = ""                # why the file alone cannot tell (shared/hunks/regions.py)
 
 
 @dataclass
@@ -280,12 +285,15 @@ def merged_ranges(grants: Sequence[Grant]) -> list[RangeGrant]:
 
 
 def attribute(changes: Sequence[FileChange], tasks: Sequence[Task],
-              old_texts: dict[str, bytes] | None = None) -> Attribution:
+              old_texts: dict[str, bytes] | None = None,
+              evidence: dict[str, Evidence] | None = None) -> Attribution:
     """Attribute every change of the tree to the grants of active `tasks`.
 
     `old_texts` holds the old (HEAD) bytes of changed files that carry range grants; with
-    them a hunk is judged on every placement that yields the same file (shared/hunks/slide.py),
-    never only on the one git printed (SPEC.md, "Ownership rules").
+    them a file held by ranges is divided region by region (shared/hunks/regions.py),
+    never by the shape of git's hunks (SPEC.md, "Ownership rules"). `evidence` (path ->
+    line digest -> the tasks whose sessions wrote / removed it: provenance) settles what
+    the content alone cannot.
     """
     from hunkwise.shared.hunks.diff import split_lines
     from hunkwise.shared.hunks.slide import canonical, placements
@@ -329,6 +337,10 @@ def attribute(changes: Sequence[FileChange], tasks: Sequence[Task],
                     result.conflicts.append((ch, h, glob_owners))
             continue
         old = (old_texts or {}).get(ch.path)
+        if old is not None and not glob_owners:
+            _by_region(result, ch, split_lines(old), range_grants,
+                       (evidence or {}).get(ch.path))
+            continue
         every = (placements(split_lines(old), ch.hunks) if old is not None
                  else [[h] for h in ch.hunks])
         lines = split_lines(old) if old is not None else []
@@ -337,6 +349,39 @@ def attribute(changes: Sequence[FileChange], tasks: Sequence[Task],
                 result.canon[id(h)] = canonical(places)
             _judge(result, ch, h, places, set(glob_owners), range_grants, lines)
     return result
+
+
+def _by_region(result: Attribution, ch: FileChange, old: list[bytes],
+               range_grants: list[tuple[str, RangeGrant]], evidence: Evidence | None) -> None:
+    """Attribute a file held by line ranges region by region (shared/hunks/regions.py).
+
+    git's hunks are replaced, in `ch` itself, by the division's: every hunk then lies in one
+    region, so whoever reads the change (reports, accept, discard, restore) sees the same
+    hunks the attribution judged.
+    """
+    from hunkwise.shared.hunks.diff import splice, split_lines
+    from hunkwise.shared.hunks.regions import _order, divide, regions_of
+    from hunkwise.shared.hunks.slide import canonical, placements
+
+    new = split_lines(splice(b"".join(old), ch.hunks))
+    regs = regions_of(len(old), [(g.start, g.end, tid) for tid, g in range_grants])
+    div = divide(old, new, ch.hunks, placements(old, ch.hunks), regs, evidence)
+    ch.hunks[:] = div.hunks
+    for h, places in zip(ch.hunks, placements(old, ch.hunks), strict=True):
+        if len(places) > 1:
+            result.canon[id(h)] = canonical(places)
+    for h, owner in sorted(div.owned, key=lambda ho: _order(ho[0])):
+        if owner is None:
+            result.unowned.append((ch, h))
+        else:
+            result.add(owner, ch, h)
+            result.placed[id(h)] = h
+    for c in div.contests:
+        canon = result.canon.get(id(c.hunk)) or c.hunk.sha256
+        result.ambiguous.append(Ambiguous(ch, c.hunk, canon, list(c.tasks),
+                                          {t: c.hunk for t in c.tasks}, c.reason))
+    for h, tids in div.conflicts:
+        result.conflicts.append((ch, h, tids))
 
 
 def _judge(result: Attribution, ch: FileChange, h: Hunk, places: list[Hunk],
@@ -397,7 +442,9 @@ def map_range(start: int, end: int, hunks: Sequence[Hunk], owned: Sequence[bool]
     """Map the 1-based inclusive range [start, end] through -U0 hunks old -> new.
 
     `owned[i]` says that hunk i was the range holder's own change: an insertion right
-    before the range then joins it instead of pushing it down. An empty range is kept as
+    before the range then joins it instead of pushing it down, one right after it joins
+    it instead of staying outside (another task's decorator on its own first line never
+    becomes this range's last line). An empty range is kept as
     (s, s - 1): an insertion point after line s - 1.
     """
     delta_before = 0
@@ -411,8 +458,9 @@ def map_range(start: int, end: int, hunks: Sequence[Hunk], owned: Sequence[bool]
             p = h.old_start
             if p < start - 1 or (p == start - 1 and not mine and start <= end):
                 delta_before += d
-            elif p <= end:
+            elif p < end or (p == end and (mine or start > end)):
                 delta_inside += d
+            # else: right after the range, and not its holder's: it stays outside
                 if p == start - 1 and new_start is None:
                     new_start = h.new_start
         else:

@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hunkwise.shared import git
 from hunkwise.shared.errors import GitError
@@ -25,6 +26,7 @@ from hunkwise.shared.hunks.ownership import (
     merged_ranges,
 )
 from hunkwise.shared.state.models import (
+    DISCLAIMED,
     ChangeEntry,
     HunkEntry,
     RangeGrant,
@@ -33,6 +35,9 @@ from hunkwise.shared.state.models import (
     TaskState,
     report_path,
 )
+
+if TYPE_CHECKING:
+    from hunkwise.shared.hunks.regions import Evidence
 
 Identity = tuple[str, ...]
 
@@ -58,10 +63,25 @@ def view(repo: Path, tasks: Sequence[Task], snap: snapshot.Snapshot | None = Non
     todo = [c for c in changes if c.path in ranged and c.splittable and c.hunks]
     blobs = git.cat_blobs(repo, [c.old_oid for c in todo]) if todo else {}
     old_texts = {c.path: blobs[c.old_oid] for c in todo}
-    tv = TreeView(snap, changes, attribute(changes, tasks, old_texts))
+    tv = TreeView(snap, changes, attribute(changes, tasks, old_texts,
+                                           _evidence(repo, tasks) if todo else None))
     tv.old_texts = old_texts
     tv.ranged = ranged
     return tv
+
+
+def _evidence(repo: Path, tasks: Sequence[Task]) -> dict[str, Evidence]:
+    """Provenance the agent hooks recorded, as evidence about the active tasks."""
+    from hunkwise.shared.state import provenance
+
+    task_of: dict[str, str] = {}
+    for t in tasks:
+        if not t.active:
+            continue
+        for s in (t.session, t.claim.session if t.claim else None):
+            if s:
+                task_of[s] = t.id
+    return provenance.evidence(provenance.root_of(repo), task_of)
 
 
 @dataclass
@@ -71,6 +91,7 @@ class Selection:
     changes: list[FileChange]
     claimed_ambiguous: list[Ambiguous] = field(default_factory=list)
     unclaimed_ambiguous: list[Ambiguous] = field(default_factory=list)
+    disclaimed_ambiguous: list[Ambiguous] = field(default_factory=list)
     inherited: list[tuple[str, str]] = field(default_factory=list)  # (path, identity)
 
 
@@ -78,13 +99,18 @@ def whole_identity(ch: FileChange) -> str:
     return "deleted" if ch.status == "D" else f"whole:{ch.new_mode}:{ch.new_oid}"
 
 
-def select(tv: TreeView, task: Task, claims: set[tuple[str, str]] | None = None) -> Selection:
+def select(tv: TreeView, task: Task, claims: set[tuple[str, str]] | None = None,
+           disclaims: set[tuple[str, str]] | None = None) -> Selection:
     """The task's changes: what it owns, plus the ambiguous changes it claims, minus what
     was in its grants before it started (`task.inherited`, never claimed silently).
 
     `claims` are (path, identity) pairs of ambiguous changes the task's report claims;
-    None (the worker's own view) claims every ambiguous change of the task.
+    None (the worker's own view) claims every ambiguous change of the task. `disclaims`
+    (default: what the task's newest report disclaimed) are the ones it said are not its.
     """
+    if disclaims is None:
+        disclaims = {(p, i.removeprefix(DISCLAIMED)) for p, ids in task.claimed.items()
+                     for i in ids if i.startswith(DISCLAIMED)}
     att = tv.attribution
     left = Counter((p, i) for p, ids in task.inherited.items() for i in ids)
     sel = Selection(changes=[])
@@ -123,7 +149,10 @@ def select(tv: TreeView, task: Task, claims: set[tuple[str, str]] | None = None)
         if not keep(rp, amb.canon):
             continue
         if claims is not None and (rp, amb.canon) not in claims:
-            sel.unclaimed_ambiguous.append(amb)
+            if (rp, amb.canon) in disclaims:
+                sel.disclaimed_ambiguous.append(amb)
+            else:
+                sel.unclaimed_ambiguous.append(amb)
             continue
         sel.claimed_ambiguous.append(amb)
         part(amb.change).hunks.append(amb.hunk)
@@ -132,6 +161,57 @@ def select(tv: TreeView, task: Task, claims: set[tuple[str, str]] | None = None)
         c.hunks.sort(key=lambda h: (h.old_start, h.old_lines))
     sel.changes.sort(key=lambda c: c.path)
     return sel
+
+
+def contest_lines(amb: Ambiguous) -> str:
+    """Where a contested change is in the working tree: `PATH:N-M` (new lines)."""
+    h = amb.hunk
+    first, last = h.new_start, h.new_start + max(h.new_lines, 1) - 1
+    span = f"{first}" if first == last else f"{first}-{last}"
+    return f"{report_path(amb.change.path)}:{span}"
+
+
+def _spec_matches(spec: str, amb: Ambiguous) -> bool:
+    if spec == "all":
+        return True
+    path, _, lines = spec.rpartition(":") if ":" in spec else (spec, "", "")
+    if not path:
+        path, lines = spec, ""
+    if lines and not all(p.isdigit() for p in lines.split("-", 1)):
+        path, lines = spec, ""
+    if path.removeprefix("./") != report_path(amb.change.path):
+        return False
+    if not lines:
+        return True
+    a, _, b = lines.partition("-")
+    lo, hi = int(a), int(b or a)
+    h = amb.hunk
+    first, last = h.new_start, h.new_start + max(h.new_lines, 1) - 1
+    # Whole or not at all: the lines of a contested change are one answer.
+    return lo <= first and last <= hi
+
+
+def decide_boundaries(sel: Selection, claim: Sequence[str], disclaim: Sequence[str]) -> list[str]:
+    """Apply a worker's --claim / --disclaim to the contested boundary changes of its own
+    view (`select` with no claims takes them all): a disclaimed one leaves the selection.
+    Returns the undecided ones, each as `PATH:LINES (reason)`; a change both claimed and
+    disclaimed counts as undecided."""
+    undecided: list[str] = []
+    for amb in list(sel.claimed_ambiguous):
+        yes = any(_spec_matches(s, amb) for s in claim)
+        no = any(_spec_matches(s, amb) for s in disclaim)
+        if yes and not no:
+            continue
+        if no and not yes:
+            sel.claimed_ambiguous.remove(amb)
+            sel.disclaimed_ambiguous.append(amb)
+            for ch in sel.changes:
+                if ch.path == amb.change.path:
+                    ch.hunks = [h for h in ch.hunks if h is not amb.hunk]
+            sel.changes = [c for c in sel.changes if c.hunks or not c.splittable]
+            continue
+        undecided.append(f"{contest_lines(amb)} ({amb.reason or 'ambiguous'}; answered whole)")
+    return undecided
 
 
 def may_still_claim(other: Task, path: str, canon: str) -> str | None:
@@ -149,7 +229,8 @@ def may_still_claim(other: Task, path: str, canon: str) -> str | None:
 
 def claims_of(task: Task) -> set[tuple[str, str]]:
     """The (path, identity) pairs the task's newest report claimed."""
-    return {(p, i) for p, ids in task.claimed.items() for i in ids}
+    return {(p, i) for p, ids in task.claimed.items() for i in ids
+            if not i.startswith(DISCLAIMED)}
 
 
 def identities_of_selection(tv: TreeView, task: Task, sel: Selection) -> dict[str, list[str]]:

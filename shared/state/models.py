@@ -212,6 +212,9 @@ class Handover(Strict):
     pending: tuple[int, str, str, str] | None = None
 
 
+DISCLAIMED = "not:"
+
+
 class Task(Strict):
     id: str
     title: str = F(max_length=MAX_TEXT)
@@ -236,7 +239,8 @@ class Task(Strict):
     # Changes in the task's grants when it started that its own reports had not claimed
     # (path -> identities): never claimed silently (SPEC.md, "inherited").
     inherited: dict[str, list[str]] = F(default_factory=dict)
-    # What its newest report claimed (path -> identities).
+    # What its newest report claimed (path -> identities); an identity `not:<id>` is a
+    # contested change at a boundary it disclaimed (said is not its own).
     claimed: dict[str, list[str]] = F(default_factory=dict)
     # The status of its newest report (done, blocked, failed).
     last_status: str | None = None

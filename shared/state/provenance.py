@@ -8,7 +8,8 @@ grants): a change whose lines were written only by task X's session is X's. Prov
 evidence, never a grant: it never makes a change outside a task's grants its own.
 
 One append-only JSON-lines file in the state directory, `provenance.jsonl`; each line is
-`{"session", "path", "lines": [sha256 hex of each line, its line ending stripped]}`. A
+`{"session", "path", "lines": [sha256 hex of each line written, its line ending stripped,
+once per line], "removed": [the same, of each line removed]}` ("removed" may be absent). A
 line of under PIPE_BUF bytes appended with O_APPEND lands whole, so concurrent hooks need
 no lock; longer records are split into several lines. Nothing here imports the state
 layer: the hooks run on every tool call and pay for each import.
@@ -32,33 +33,58 @@ def line_digest(line: bytes) -> str:
     return hashlib.sha256(line.rstrip(b"\r\n")).hexdigest()
 
 
-def note(root: Path, session: str, path: str, lines: Iterable[bytes]) -> None:
+def note(root: Path, session: str, path: str, lines: Iterable[bytes],
+         removed: Iterable[bytes] = ()) -> None:
     """Record that `session`'s own tool call wrote these whole lines into `path`
-    (repository-relative, `/`-separated). Blank lines are not evidence of anything and
-    are skipped."""
-    digests = sorted({line_digest(ln) for ln in lines if ln.strip()})
-    if not digests:
+    (repository-relative, `/`-separated), and removed those. Only the lines the call
+    changed count: a Write of a whole file notes the lines that differ from what was
+    there, never the file's unchanged lines."""
+    wrote = sorted(line_digest(ln) for ln in lines)
+    gone = sorted(line_digest(ln) for ln in removed)
+    if not wrote and not gone:
         return
     root.mkdir(parents=True, exist_ok=True)
     fd = os.open(root / FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
-        for i in range(0, len(digests), _CHUNK):
-            rec = {"session": session, "path": path, "lines": digests[i:i + _CHUNK]}
+        for i in range(0, max(len(wrote), len(gone)), _CHUNK):
+            rec: dict[str, object] = {"session": session, "path": path,
+                                      "lines": wrote[i:i + _CHUNK]}
+            if gone[i:i + _CHUNK]:
+                rec["removed"] = gone[i:i + _CHUNK]
             os.write(fd, (json.dumps(rec, separators=(",", ":")) + "\n").encode())
     finally:
         os.close(fd)
 
 
-def writers(root: Path, path: str) -> dict[str, frozenset[str]]:
-    """For each line digest of `path`, the sessions whose tool calls wrote that line."""
+def root_of(repo: Path) -> Path:
+    """The state directory of `repo` (as the store lays it out), without the store."""
+    env = os.environ.get("COORD_DIR")
+    if env:
+        return Path(env).resolve()
+    from hunkwise.shared import git
+
+    return git.common_dir(repo) / "coord"
+
+
+def writers(root: Path, path: str) -> dict[str, dict[str, int]]:
+    """For each line digest of `path`: {session: how many such lines its calls wrote}."""
     return all_writers(root).get(path, {})
 
 
-def all_writers(root: Path) -> dict[str, dict[str, frozenset[str]]]:
-    """{path: {line digest: sessions whose tool calls wrote that line}}. A torn or foreign
-    line in the file is skipped: provenance is evidence, and missing evidence only means a
-    question is asked instead of answered."""
-    out: dict[str, dict[str, set[str]]] = {}
+def all_removers(root: Path) -> dict[str, dict[str, dict[str, int]]]:
+    """{path: {line digest: {session: how many such lines its calls removed}}}."""
+    return _read(root, "removed")
+
+
+def all_writers(root: Path) -> dict[str, dict[str, dict[str, int]]]:
+    """{path: {line digest: {session: how many such lines its calls wrote}}}. A torn or
+    foreign line in the file is skipped: provenance is evidence, and missing evidence only
+    means a question is asked instead of answered."""
+    return _read(root, "lines")
+
+
+def _read(root: Path, key: str) -> dict[str, dict[str, dict[str, int]]]:
+    out: dict[str, dict[str, dict[str, int]]] = {}
     try:
         data = (root / FILE).read_bytes()
     except OSError:
@@ -72,11 +98,52 @@ def all_writers(root: Path) -> dict[str, dict[str, frozenset[str]]]:
             continue
         if not isinstance(rec, dict):
             continue
-        path, session, lines = rec.get("path"), rec.get("session"), rec.get("lines")
+        path, session, lines = rec.get("path"), rec.get("session"), rec.get(key, [])
         if not (isinstance(path, str) and isinstance(session, str) and isinstance(lines, list)):
             continue
         per = out.setdefault(path, {})
         for d in lines:
             if isinstance(d, str):
-                per.setdefault(d, set()).add(session)
-    return {p: {d: frozenset(s) for d, s in per.items()} for p, per in out.items()}
+                by = per.setdefault(d, {})
+                by[session] = by.get(session, 0) + 1
+    return out
+
+
+def evidence(root: Path, task_of: dict[str, str]
+             ) -> dict[str, dict[str, tuple[dict[str, int], dict[str, int]]]]:
+    """Per path and line digest: ({task: lines its sessions wrote}, {task: lines its
+    sessions removed}), sessions mapped to tasks by `task_of`; a session of no active task
+    (the coordinator's, a finished task's) counts as someone else's."""
+    if not (root / FILE).exists():
+        return {}
+    wrote, gone = all_writers(root), all_removers(root)
+    out: dict[str, dict[str, tuple[dict[str, int], dict[str, int]]]] = {}
+    for path in set(wrote) | set(gone):
+        w, g = wrote.get(path, {}), gone.get(path, {})
+        per: dict[str, tuple[dict[str, int], dict[str, int]]] = {}
+        for d in set(w) | set(g):
+            per[d] = _net(_by_task(w.get(d, {}), task_of), _by_task(g.get(d, {}), task_of))
+        out[path] = per
+    return out
+
+
+def _net(wrote: dict[str, int], gone: dict[str, int]
+         ) -> tuple[dict[str, int], dict[str, int]]:
+    """What each task wrote and removed on balance: a line a task wrote and removed again
+    (a docstring rewritten, then the function deleted) is evidence of neither."""
+    w, g = {}, {}
+    for t in set(wrote) | set(gone):
+        n = wrote.get(t, 0) - gone.get(t, 0)
+        if n > 0:
+            w[t] = n
+        elif n < 0:
+            g[t] = -n
+    return w, g
+
+
+def _by_task(by_session: dict[str, int], task_of: dict[str, str]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for sess, n in by_session.items():
+        t = task_of.get(sess, "?" + sess)
+        out[t] = out.get(t, 0) + n
+    return out

@@ -1,0 +1,559 @@
+"""Attribution by region: who made which lines of a file, whatever git's hunks look like.
+
+A file's HEAD lines are cut at every grant boundary into regions (each range, each gap
+between ranges). Each region's old lines are aligned with a contiguous share of the new
+file, and the division of the new lines among the regions is one of least total cost
+(lines removed plus lines added, region by region): an unchanged line anchors only inside
+its own region (SPEC.md, "Ownership rules").
+
+The least total cost of a division equals the plain diff's (any common subsequence of the
+old and new lines can be cut between regions), so git's -U0 hunks are one optimal
+alignment. Where no hunk (at any of its placements) touches a boundary, git's hunks stay
+as they are, each inside one region. Around the boundaries a hunk touches, a *window*
+of whole regions, anchored on unchanged lines at its edges, is solved exactly: for every
+boundary in it, the set of cut positions some least-cost division uses (two bit-parallel
+LCS passes, forward and backward). A boundary with one such cut divides the new lines
+there for sure; one with several leaves a *contested block*, the new lines between the
+lowest and the highest cut, which two least-cost divisions credit to different regions.
+
+A contested block is settled, in this order:
+1. between a range and a gap, it is the range's (an insertion at a range's edge is in it);
+2. by evidence (provenance): a division that credits a line to a task whose session did
+   not write it (or removes one it did not remove), while another's session did, is out;
+3. where the remaining divisions differ only by lines inserted at the boundary (a pure
+   insertion), by the equivalent-placements rule: the division that keeps both regions'
+   edge lines in place (the insertion can lie strictly inside one region) wins;
+4. otherwise it stays *ambiguous*: an insertion hunk at the boundary that either task may
+   claim in its report, named with both tasks, the lines and the real reason.
+
+Each region's share is then diffed against its old lines, so every hunk lies inside one
+region. An insertion at a region's own edge is written as a replacement of its edge line
+(so the only insertion exactly at a boundary is a contested block, and splicing any
+selection of hunks is unambiguous).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from hunkwise.shared.hunks.diff import Hunk
+
+# digest of a line (line ending stripped) -> ({task: how many such lines its sessions
+# wrote}, {task: how many such lines its sessions removed})
+Evidence = dict[str, tuple[dict[str, int], dict[str, int]]]
+
+
+@dataclass(frozen=True)
+class Region:
+    start: int          # first old line, 1-based
+    end: int            # last old line, inclusive
+    owner: str | None   # a task id, or None for a gap no range holds
+
+
+@dataclass
+class Contest:
+    """New lines two least-cost divisions credit to different tasks."""
+
+    hunk: Hunk          # an insertion after the boundary's old line
+    tasks: list[str]    # the two tasks, in file order
+    reason: str
+
+
+@dataclass
+class Division:
+    owned: list[tuple[Hunk, str | None]] = field(default_factory=list)  # owner None: unowned
+    contests: list[Contest] = field(default_factory=list)
+    conflicts: list[tuple[Hunk, list[str]]] = field(default_factory=list)
+    hunks: list[Hunk] = field(default_factory=list)  # every hunk, in file order
+
+
+def regions_of(n: int, ranges: Sequence[tuple[int, int, str]]) -> list[Region]:
+    """Cut old lines 1..n at every range boundary: the ranges, and gaps between them."""
+    out: list[Region] = []
+    at = 1
+    for start, end, owner in sorted(ranges):
+        start, end = max(start, 1), min(end, n)
+        if end < start:
+            continue
+        if start > at:
+            out.append(Region(at, start - 1, None))
+        out.append(Region(start, end, owner))
+        at = end + 1
+    if at <= n:
+        out.append(Region(at, n, None))
+    return out
+
+
+def _reach(old: Sequence[bytes], b: int) -> tuple[int, int]:
+    """Old lines (1-based, inclusive) of the identical-line runs ending at line b and
+    starting at line b + 1, and one line beyond each."""
+    a = b
+    while a > 1 and old[a - 2] == old[b - 1]:
+        a -= 1
+    z = b + 1
+    while z < len(old) and old[z] == old[b]:
+        z += 1
+    return max(a - 1, 1), min(z + 1, len(old))
+
+
+def _touched(h: Hunk, bounds: set[int]) -> set[int]:
+    """Boundaries (old line b: between b and b + 1) a placement of a hunk touches."""
+    if h.old_lines == 0:
+        return {h.old_start} & bounds
+    lo, hi = h.old_start - 1, h.old_start + h.old_lines - 1
+    return {b for b in bounds if lo <= b <= hi}
+
+
+def divide(old: Sequence[bytes], new: Sequence[bytes], hunks: Sequence[Hunk],
+           places: Sequence[Sequence[Hunk]], regions: Sequence[Region],
+           evidence: Evidence | None = None) -> Division:
+    """Divide a file's change (git's -U0 `hunks` from `old` to `new` lines, each with its
+    placements) among `regions`."""
+    bounds = {r.end for r in regions[:-1]}
+    # A boundary needs the exact division when a hunk (at any placement) touches it, or
+    # touches the runs of identical lines on either side of it and the line beyond each:
+    # through such a run an equal-cost division can move lines across the boundary even
+    # where git's hunk does not reach it.
+    near = {b: _reach(old, b) for b in bounds}
+    dirty: set[int] = set()
+    for ps in places:
+        for p in ps:
+            dirty |= _touched(p, bounds)
+            lo, hi = (p.old_start, p.old_start) if not p.old_lines else (
+                p.old_start, p.old_start + p.old_lines - 1)
+            dirty |= {b for b, (a, z) in near.items() if lo <= z and hi >= a - (not p.old_lines)}
+    out = Division()
+    window_of: list[int | None] = [None] * len(regions)
+    i = 0
+    while i < len(regions):
+        j = i
+        while regions[j].end in dirty:
+            j += 1
+        if j > i:
+            lo, hi = regions[i].start, regions[j].end
+            # git's alignment outside the window is kept: its edges touch no hunk at any
+            # placement, so the lines on both sides of each edge are unchanged.
+            nlo = lo + _delta_before(hunks, lo - 1)
+            nhi = len(new) if hi == len(old) else hi + _delta_before(hunks, hi)
+            out.owned += _solve(old, new, regions[i:j + 1], lo, nlo, nhi, len(old),
+                                evidence, out)
+            for k in range(i, j + 1):
+                window_of[k] = i
+        i = j + 1
+    for h in hunks:
+        k = _region_of(h, regions)
+        if window_of[k] is None:
+            out.owned.append((h, regions[k].owner))
+    every = ([h for h, _ in out.owned] + [c.hunk for c in out.contests]
+             + [h for h, _ in out.conflicts])
+    every.sort(key=_order)
+    out.hunks = every
+    return out
+
+
+def _order(h: Hunk) -> tuple[float, int]:
+    """File order: a removal at its first old line, an insertion after old line p in the
+    gap at p + 0.5; hunks meeting at one point by their new lines."""
+    return (h.old_start if h.old_lines else h.old_start + 0.5, h.new_start)
+
+
+def _delta_before(hunks: Sequence[Hunk], q: int) -> int:
+    """new - old line count of git's hunks wholly before the gap after old line q."""
+    d = 0
+    for h in hunks:
+        if (h.old_lines and h.old_start + h.old_lines - 1 <= q) or (not h.old_lines and h.old_start < q):
+            d += h.new_lines - h.old_lines
+    return d
+
+
+def _region_of(h: Hunk, regions: Sequence[Region]) -> int:
+    at = h.old_start if h.old_lines else max(h.old_start, 1)
+    if not h.old_lines and h.old_start == 0:
+        return 0
+    for k, r in enumerate(regions):
+        if r.start <= at <= r.end:
+            return k
+    return len(regions) - 1
+
+
+# ---- one window ---------------------------------------------------------------------------
+
+def _rows(ids: Sequence[int], cuts: Sequence[int], masks: dict[int, int], width: int) -> dict[int, list[int]]:
+    """_row for every prefix ids[:cut], in one pass."""
+    full = (1 << width) - 1
+    v = full
+    want = set(cuts)
+    out: dict[int, list[int]] = {}
+    for i in range(len(ids) + 1):
+        if i in want:
+            bits = bin(v)[2:].zfill(width)[::-1] if width else ""
+            row = [0] * (width + 1)
+            z = 0
+            for c in range(width):
+                if bits[c] == "0":
+                    z += 1
+                row[c + 1] = z
+            out[i] = row
+        if i < len(ids):
+            u = v & masks.get(ids[i], 0)
+            v = ((v + u) | (v - u)) & full
+    return out
+
+
+def _masks(seq: Sequence[int]) -> dict[int, int]:
+    m: dict[int, int] = {}
+    for j, x in enumerate(seq):
+        m[x] = m.get(x, 0) | (1 << j)
+    return m
+
+
+def _solve(old: Sequence[bytes], new: Sequence[bytes], regs: Sequence[Region], lo: int,
+           nlo: int, nhi: int, n_old: int, evidence: Evidence | None,
+           out: Division) -> list[tuple[Hunk, str | None]]:
+    """Divide new lines nlo..nhi (1-based, inclusive) among regions `regs` (old lines
+    lo..regs[-1].end); contests and conflicts go to `out`, owned hunks are returned."""
+    ow = list(old[lo - 1:regs[-1].end])
+    nw = list(new[nlo - 1:nhi])
+    width = len(nw)
+    # The cost that decides is on the lines that hold a word: a blank line, a closing quote
+    # or brace anchors nothing (a blank line of one function never anchors another's), so
+    # those lines go wherever the rules after cost put them.
+    table: dict[bytes, int] = {}
+    o_nb = [table.setdefault(x, len(table)) for x in ow if _strong(x)]
+    n_at = [j for j, x in enumerate(nw) if _strong(x)]
+    n_nb = [table.setdefault(nw[j], len(table)) for j in n_at]
+    m = len(n_nb)
+    before: list[int] = []  # non-blank old lines before each internal boundary
+    count = 0
+    ends = {r.end - lo + 1 for r in regs[:-1]}
+    for i, x in enumerate(ow, start=1):
+        count += _strong(x)
+        if i in ends:
+            before.append(count)
+    fwd = _rows(o_nb, before + [len(o_nb)], _masks(n_nb), m)
+    best = fwd[len(o_nb)][m]
+    rev = _rows(o_nb[::-1], [len(o_nb) - b for b in before], _masks(n_nb[::-1]), m)
+    cuts: list[list[int]] = []
+    for b in before:
+        pre, suf = fwd[b], rev[len(o_nb) - b]
+        full: set[int] = set()
+        for j in range(m + 1):
+            if pre[j] + suf[m - j] == best:
+                first = n_at[j - 1] + 1 if j > 0 else 0
+                last = n_at[j] if j < m else width
+                full.update(range(first, last + 1))
+        cuts.append(sorted(full))
+    settled = _settle_all(ow, nw, regs, lo, cuts, evidence)
+    owned: list[tuple[Hunk, str | None]] = []
+    # Overlapping contests (a region wholly contested on both sides): the window is one
+    # conflict among its tasks, never committed.
+    if settled is None:
+        # Only the lines that differ: the common start and end of the window stay out.
+        a, b, z = 0, 0, min(len(ow), len(nw))
+        while a < z and ow[a] == nw[a]:
+            a += 1
+        while b < z - a and ow[len(ow) - 1 - b] == nw[len(nw) - 1 - b]:
+            b += 1
+        rem, add = ow[a:len(ow) - b], nw[a:len(nw) - b]
+        h = Hunk(lo + a if rem else lo + a - 1, len(rem), nlo + a if add else nlo + a - 1,
+                 len(add), b"".join(rem), b"".join(add))
+        out.conflicts.append((h, sorted({r.owner for r in regs if r.owner})))
+        return owned
+    for k, r in enumerate(regs):
+        s = settled[k - 1][1] if k > 0 else 0
+        e = settled[k][0] if k < len(settled) else width
+        owned += [(h, r.owner) for h in _region_hunks(ow, nw, r, lo, nlo, s, e, n_old)]
+    for k, (c_lo, c_hi, contest) in enumerate(settled):
+        if contest is None or c_lo == c_hi:
+            continue
+        b = regs[k].end
+        block = nw[c_lo:c_hi]
+        contest.hunk = Hunk(b, 0, nlo + c_lo, len(block), b"", b"".join(block))
+        out.contests.append(contest)
+    return owned
+
+
+def _strong(line: bytes) -> bool:
+    return _WORD.search(line) is not None
+
+
+def _plain(lines: list[bytes]) -> list[bytes]:
+    return lines
+
+
+Score = tuple[int, int, int, int, int]
+# A line that can anchor its region holds a word: `"""`, `}` or `)` anchor nothing.
+_WORD = re.compile(rb"[A-Za-z0-9_]")
+
+
+def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: int,
+                cuts: list[list[int]], evidence: Evidence | None
+                ) -> list[tuple[int, int, Contest | None]] | None:
+    """Choose the cut at every boundary of a window together: (lowest cut, highest cut,
+    contest or None) per boundary; None when no division can be told (a conflict).
+
+    Each boundary offers the cuts some least-cost division uses; a division (one cut per
+    boundary) is scored region by region, best first:
+    1. least total cost (lines removed plus lines added; combinations of cuts that are
+       each least-cost alone need not be together);
+    2. consistent with the evidence: no task credited with a line another task's session
+       wrote (or removed) and its own did not; then the most of what the sessions are on
+       record as having written and removed accounted for;
+    3. gaps no range holds left as they were (the change at a range's edge is the range's);
+    4. more anchors kept in their own regions: lines that occur once in the window's old
+       lines and once in its new ones (a blank line, `pass` or a closing quote anchor nothing);
+    5. more regions keeping their edge lines where they were (an insertion that can lie
+       strictly inside one region is that region's).
+    Where divisions tie on all of it and credit lines differently, those lines are a
+    contest between the two tasks (or, beside a gap, a conflict)."""
+    width = len(nw)
+    old_of = [ow[r.start - lo:r.end - lo + 1] for r in regs]
+    once_old = Counter(_words(x) for x in _plain(ow) if x.strip())
+    once_new = Counter(_words(x) for x in _plain(nw) if x.strip())
+    unique = frozenset(w for w, n in once_old.items()
+                       if n == 1 and once_new.get(w) == 1 and _WORD.search(w))
+    layers = [[0]] + [_few(c) for c in cuts] + [[width]]
+    seen = {t for w, g in (evidence or {}).values() for t in (*w, *g)}
+    split = [bool(old_of[k] and old_of[k + 1] and _words(old_of[k][-1]) == _words(old_of[k + 1][0]))
+             for k in range(len(regs) - 1)]
+    table: dict[bytes, int] = {}
+
+    def cost_row(k: int, s: int) -> list[int]:
+        """Region k's cost on non-blank lines against nw[s:e], for every e >= s."""
+        at = [j for j in range(s, width) if _strong(nw[j])]
+        sub = [table.setdefault(nw[j], len(table)) for j in at]
+        oid = [table.setdefault(x, len(table)) for x in old_of[k] if _strong(x)]
+        row = _rows(oid, [len(oid)], _masks(sub), len(sub))[len(oid)]
+        out, n = [], 0
+        for e in range(s, width + 1):
+            if e > s and _strong(nw[e - 1]):
+                n += 1
+            out.append(len(oid) + n - 2 * row[n])
+        return out
+
+    def score(k: int, s: int, e: int, row: list[int], ev: Evidence | None) -> Score | None:
+        r, old, share = regs[k], old_of[k], nw[s:e]
+        if r.owner is None:
+            return (-row[e - s], 0, int(share == old), 0, 0)
+        told = 0
+        if ev:
+            if not _consistent(_plain(old), _plain(share), r.owner, ev):
+                return None
+            told = _accounted(_plain(old), _plain(share), r.owner, ev, r.owner in seen)
+        # Edge lines count only for a region that keeps some non-blank line of its own: a
+        # blank line left of a deleted function keeps nothing in place.
+        edges = 0
+        po, ps = [_words(x) for x in old], [_words(x) for x in share]
+        if set(x for x in ps if x) & set(po):
+            # Never across a boundary that splits a run of identical lines: there an edge
+            # line kept could as well be the neighbour's.
+            if k > 0 and ps[:1] == po[:1] and not split[k - 1]:
+                edges += 1
+            if k < len(regs) - 1 and ps[-1:] == po[-1:] and not split[k]:
+                edges += 1
+        return (-row[e - s], told, 0, _anchors(old, share, unique), edges)
+
+    def solve(ev: Evidence | None, order: tuple[int, ...] = (0, 1, 2, 3, 4)
+              ) -> list[dict[int, tuple[Score, list[int]]]] | None:
+        # best[k][c]: best score of regions 0..k-1 with boundary k-1 at cut c, and the
+        # cuts before it that reach it (all of them, for ties).
+        best: list[dict[int, tuple[Score, list[int]]]] = [{0: ((0, 0, 0, 0, 0), [])}]
+        for k in range(len(regs)):
+            nxt: dict[int, tuple[Score, list[int]]] = {}
+            for s_cut, (sc, _) in best[k].items():
+                row = cost_row(k, s_cut)
+                for e_cut in layers[k + 1]:
+                    if e_cut < s_cut:
+                        continue
+                    got = score(k, s_cut, e_cut, row, ev)
+                    if got is None:
+                        continue
+                    got = (got[order[0]], got[order[1]], got[order[2]], got[order[3]],
+                           got[order[4]])
+                    total = (sc[0] + got[0], sc[1] + got[1], sc[2] + got[2], sc[3] + got[3],
+                             sc[4] + got[4])
+                    if e_cut not in nxt or total > nxt[e_cut][0]:
+                        nxt[e_cut] = (total, [s_cut])
+                    elif total == nxt[e_cut][0]:
+                        nxt[e_cut][1].append(s_cut)
+            if not nxt:
+                return None
+            best.append(nxt)
+        return best
+
+    best = solve(evidence) if evidence else None
+    if best is None and evidence:
+        # The evidence fits no least-cost division (a line one region happens to share
+        # with another pulls the cut): it outweighs cost, so every cut is open to it.
+        layers[1:-1] = [_few(list(range(min(c), width + 1)), 64) for c in cuts]
+        best = solve(evidence)
+        if best is None:
+            return None
+        used_evidence = True
+    else:
+        used_evidence = best is not None
+    if best is None:
+        best = solve(None)
+    if best is None:
+        return None
+    # Every cut on some best division, boundary by boundary, walking back from the end.
+    on: list[set[int]] = [set() for _ in layers]
+    on[-1] = {width}
+    for k in range(len(regs), 0, -1):
+        for c in on[k]:
+            on[k - 1].update(best[k][c][1])
+    # A second opinion: the last two rules the other way round. Where it chooses other
+    # cuts, the rules are not what decides, and those lines stay open.
+    other = solve(evidence if used_evidence else None, (0, 1, 2, 4, 3))
+    if other is not None:
+        path = _one_path(other, width, len(regs))
+        for k in range(1, len(regs)):
+            on[k].add(path[k])
+    if not used_evidence:
+        # A region that keeps none of its own distinctive lines (each line it keeps could
+        # as well be a neighbour's: a blank line, `pass`, a closing quote) is placed by
+        # coincidence: the lines around it stay open, from its neighbours' other cuts to
+        # its own far edge (a contest, or a conflict where the two meet).
+        chosen = _one_path(best, width, len(regs))
+        own = frozenset(w for w, n in once_old.items() if n == 1 and _WORD.search(w))
+        for k, r in enumerate(regs):
+            share = nw[chosen[k]:chosen[k + 1]]
+            if r.owner is None or not any(x.strip() for x in share):
+                continue
+            if old_of[k] != share and not _anchors(old_of[k], share, own):
+                # (A gap beside it keeps its own lines: a gap owns nothing to contest.)
+                if k > 0 and regs[k - 1].owner is not None:
+                    on[k] |= set(range(min(layers[k]), chosen[k + 1] + 1))
+                if k < len(regs) - 1 and regs[k + 1].owner is not None:
+                    on[k + 1] |= set(range(chosen[k], max(layers[k + 1]) + 1))
+    out: list[tuple[int, int, Contest | None]] = []
+    for k in range(len(cuts)):
+        got = sorted(on[k + 1])
+        c_lo, c_hi = got[0], got[-1]
+        if c_lo == c_hi:
+            out.append((c_lo, c_lo, None))
+            continue
+        x, y = regs[k], regs[k + 1]
+        if x.owner is None or y.owner is None:
+            return None
+        xo, yo = old_of[k], old_of[k + 1]
+        block = _plain(nw[c_lo:c_hi])
+        if xo and yo and _plain(xo[-1:]) == _plain(yo[:1]):
+            reason = "a run of identical lines crosses the boundary of {x} and {y}"
+        elif not (set(block) & set(_plain(xo) + _plain(yo))):
+            reason = "an insertion exactly at the boundary of {x} and {y}"
+        else:
+            reason = "lines that fit {x}'s old lines and {y}'s equally well"
+        out.append((c_lo, c_hi, Contest(Hunk(0, 0, 0, 0, b"", b""), [x.owner, y.owner],
+                                        reason.format(x=x.owner, y=y.owner))))
+    if any(out[k][1] > out[k + 1][0] for k in range(len(out) - 1)):
+        return None
+    return out
+
+
+def _one_path(best: list[dict[int, tuple[Score, list[int]]]], width: int, n: int) -> list[int]:
+    """One best division: the cut before each region (0 first, `width` last)."""
+    path = [width]
+    for k in range(n, 0, -1):
+        path.append(best[k][path[-1]][1][0])
+    return path[::-1]
+
+
+def _few(options: list[int], most: int = 24) -> list[int]:
+    """At most `most` of a boundary's cuts, its lowest and highest among them."""
+    if len(options) <= most:
+        return options
+    step = (len(options) - 1) / (most - 1)
+    return sorted({options[round(i * step)] for i in range(most)})
+
+
+def _anchors(old: list[bytes], share: list[bytes], unique: frozenset[bytes]) -> int:
+    """How many lines that occur once in the window's old lines and once in its new ones
+    (by their words) a region's share keeps in order."""
+    a = [w for w in (_words(x) for x in _plain(old)) if w in unique]
+    b = [w for w in (_words(x) for x in _plain(share)) if w in unique]
+    if not a or not b:
+        return 0
+    sm = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    return sum(size for _i, _j, size in sm.get_matching_blocks())
+
+
+def _words(line: bytes) -> bytes:
+    return b" ".join(line.split())
+
+
+def _digest(line: bytes) -> str:
+    from hunkwise.shared.state.provenance import line_digest
+
+    return line_digest(line)
+
+
+_NONE: tuple[dict[str, int], dict[str, int]] = ({}, {})
+
+
+def _consistent(old: list[bytes], share: list[bytes], task: str, evidence: Evidence) -> bool:
+    """False when crediting this share to `task` needs a line written (or removed) by
+    another task's session and not by its own."""
+    added = Counter(share) - Counter(old)
+    removed = Counter(old) - Counter(share)
+    for line in added:
+        writers, _ = evidence.get(_digest(line), _NONE)
+        if writers and task not in writers:
+            return False
+    for line in removed:
+        _, removers = evidence.get(_digest(line), _NONE)
+        if removers and task not in removers:
+            return False
+    return True
+
+
+def _accounted(old: list[bytes], share: list[bytes], task: str, evidence: Evidence,
+               recorded: bool) -> int:
+    """The lines this share adds and removes that the task's sessions are on record as
+    having written and removed (counted: two blank lines written are two), less, for a
+    task whose sessions are on record in this file at all, the lines it would add or
+    remove that no record shows."""
+    n = 0
+    for line, k in (Counter(share) - Counter(old)).items():
+        on = min(k, evidence.get(_digest(line), _NONE)[0].get(task, 0))
+        n += on - (k - on if recorded else 0)
+    for line, k in (Counter(old) - Counter(share)).items():
+        on = min(k, evidence.get(_digest(line), _NONE)[1].get(task, 0))
+        n += on - (k - on if recorded else 0)
+    return n
+
+
+def _region_hunks(ow: list[bytes], nw: list[bytes], r: Region, lo: int, nlo: int,
+                  s: int, e: int, n_old: int) -> list[Hunk]:
+    """-U0 hunks of region `r`'s old lines against its share nw[s:e], in file lines.
+
+    An insertion at the region's own edge becomes a replacement of its edge line, so no
+    hunk of a region is an insertion exactly at a boundary (the file's top and end are
+    no boundary).
+    """
+    old = ow[r.start - lo:r.end - lo + 1]
+    share = nw[s:e]
+    sm = difflib.SequenceMatcher(None, old, share, autojunk=False)
+    out: list[Hunk] = []
+    for tag, i1, i2, j1, j2 in sm.get_opcodes():
+        if tag == "equal":
+            continue
+        if tag == "insert" and i1 == 0 and r.start > 1:
+            i2, j2 = 1, j2 + 1  # an equal run starting with the first line follows
+        elif tag == "insert" and i1 == len(old) and r.end < n_old:
+            i1, j1 = len(old) - 1, j1 - 1  # an equal run ending with the last line precedes
+        out.append(_hunk(old, share, i1, i2, j1, j2, r.start, nlo + s))
+    return out
+
+
+def _hunk(old: list[bytes], share: list[bytes], i1: int, i2: int, j1: int, j2: int,
+          o0: int, n0: int) -> Hunk:
+    removed = b"".join(old[i1:i2])
+    added = b"".join(share[j1:j2])
+    os_ = o0 + i1 if i2 > i1 else o0 + i1 - 1
+    ns = n0 + j1 if j2 > j1 else n0 + j1 - 1
+    return Hunk(os_, i2 - i1, ns, j2 - j1, removed, added)

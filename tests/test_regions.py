@@ -1,0 +1,153 @@
+"""Attribution by region, through the CLI: each case observed on real projects, where
+git's -U0 hunks cross a boundary, reproduced on a fresh repo.
+
+The random oracle (tests/test_regions_oracle.py) proves the rule over many scenarios;
+these hold the user-visible behaviour of the cases quoted in the report: what `worker done`
+asks, what `coord accept` commits, what `coord reject --discard` leaves.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hunkwise.shared.state import provenance
+
+from testing.cli import Result, ok
+from testing.repo import git, git_bytes, write
+
+A_FN = "def a():\n    return 1\n\n\n"
+B_FN = ('def b():\n    """Say b.\n\n    More about b.\n\n    Even more.\n    """\n'
+        "    return 2\n")
+B_FMT = ''.join(line.rstrip("\n") + ("   \n" if line.strip() else "\n")
+                for line in B_FN.splitlines(keepends=True))
+
+
+def err(r: Result) -> str:
+    return r.doc["error"]["message"]
+
+
+def begin(coord, worker, repo: Path, tid: str, grant: str) -> str:
+    ok(coord(repo, "assign", tid, "--title", f"title {tid}", "--expect", "e", "--write", grant))
+    session = f"sess-20260101-0900-{tid.lower()}@m"
+    ok(worker(repo, "start", tid, "--session", session))
+    return session
+
+
+def head(repo: Path, path: str) -> bytes:
+    return git_bytes(repo, "show", f"HEAD:{path}")
+
+
+def wrote(repo: Path, session: str, path: str, lines: list[str], removed: list[str] = ()) -> None:
+    """What the agent hooks record after a session's tool call."""
+    root = Path(git(repo, "rev-parse", "--git-common-dir").strip())
+    root = (repo / root if not root.is_absolute() else root) / "coord"
+    provenance.note(root, session, path, [x.encode() for x in lines],
+                    [x.encode() for x in removed])
+
+
+def test_deleting_a_function_beside_a_reformatted_one_never_mangles_it(make_repo, coord,
+                                                                      worker):
+    """Was: git matched a's blank lines with b's docstring blanks; `coord accept B`
+    committed a file in which `def b():` and its docstring were gone."""
+    repo = make_repo({"m.py": A_FN + B_FN})
+    begin(coord, worker, repo, "A", "m.py:1-4")
+    begin(coord, worker, repo, "B", "m.py:5-12")
+    write(repo, "m.py", B_FMT)  # A deleted a(); B reformatted every line of b()
+    ok(worker(repo, "done", "A"))
+    ok(worker(repo, "done", "B"))
+    ok(coord(repo, "accept", "B"))
+    assert head(repo, "m.py") == (A_FN + B_FMT).encode()
+    ok(coord(repo, "accept", "A"))
+    assert head(repo, "m.py") == B_FMT.encode()
+
+
+def test_discarding_the_deleted_function_never_touches_the_neighbours_lines(make_repo, coord,
+                                                                           worker):
+    """Was: in the same tree `coord reject A --discard` destroyed B's new `def b():` line,
+    and `coord restore B` said nothing was missing."""
+    repo = make_repo({"m.py": A_FN + B_FN})
+    begin(coord, worker, repo, "A", "m.py:1-4")
+    begin(coord, worker, repo, "B", "m.py:5-12")
+    write(repo, "m.py", B_FMT)
+    ok(coord(repo, "reject", "A", "--note", "keep a", "--discard"))
+    assert (repo / "m.py").read_text() == A_FN + B_FMT
+    ok(worker(repo, "done", "B"))
+    ok(coord(repo, "accept", "B"))
+    assert head(repo, "m.py") == (A_FN + B_FMT).encode()
+
+
+def test_a_decorator_on_a_range_s_first_line_is_never_committed_with_the_neighbour(
+        make_repo, coord, worker):
+    """Was: A (def a and three blank lines) dropped its third blank line, B added `@cache`
+    on its own first line; git printed one hunk, and A's commit carried B's decorator.
+    The file cannot tell whose the blank line and the decorator are: with nothing recorded,
+    `worker done` asks, and an answer for part of the lines is no answer."""
+    repo = make_repo({"m.py": "def a():\n    pass\n\n\n\ndef b():\n    pass\n"})
+    begin(coord, worker, repo, "A", "m.py:1-5")
+    begin(coord, worker, repo, "B", "m.py:6-7")
+    write(repo, "m.py", "def a():\n    pass\n\n\n@cache\ndef b():\n    pass\n")
+    r = worker(repo, "done", "B")
+    assert r.code == 1 and "m.py:4-5" in err(r) and "A" in err(r)
+    r = worker(repo, "done", "B", "--claim", "m.py:5")
+    assert r.code == 1 and "answered whole" in err(r)  # line 4 is A's: no whole answer
+    root = git(repo, "rev-parse", "HEAD")
+    r = coord(repo, "accept", "A")
+    assert r.code != 0 and git(repo, "rev-parse", "HEAD") == root
+
+
+def test_with_the_hooks_record_nobody_is_asked(make_repo, coord, worker):
+    """The same edits with provenance: what each session's tool calls wrote settles it."""
+    repo = make_repo({"m.py": "def a():\n    pass\n\n\n\ndef b():\n    pass\n"})
+    sa = begin(coord, worker, repo, "A", "m.py:1-5")
+    sb = begin(coord, worker, repo, "B", "m.py:6-7")
+    write(repo, "m.py", "def a():\n    pass\n\n\n@cache\ndef b():\n    pass\n")
+    wrote(repo, sa, "m.py", [], removed=["\n"])
+    wrote(repo, sb, "m.py", ["@cache\n"])
+    ok(worker(repo, "done", "A"))
+    ok(worker(repo, "done", "B"))
+    ok(coord(repo, "accept", "B"))
+    assert head(repo, "m.py") == b"def a():\n    pass\n\n\n\n@cache\ndef b():\n    pass\n"
+    ok(coord(repo, "accept", "A"))
+    assert head(repo, "m.py") == (repo / "m.py").read_bytes()
+
+
+def test_a_helper_appended_beside_a_renamed_neighbour_is_never_the_neighbour_s(
+        make_repo, coord, worker):
+    """Was: A appended a helper after its function, B renamed `def f3` to `def g3`; git
+    printed one hunk and `coord accept B` committed A's helper."""
+    base = "def f2():\n    return 2\n\n\ndef f3():\n    return 3\n"
+    repo = make_repo({"m.py": base})
+    sa = begin(coord, worker, repo, "A", "m.py:1-4")
+    sb = begin(coord, worker, repo, "B", "m.py:5-6")
+    helper = "def helper():\n    return 0\n\n\n"
+    write(repo, "m.py", "def f2():\n    return 2\n\n\n" + helper + "def g3():\n    return 3\n")
+    wrote(repo, sa, "m.py", helper.splitlines(keepends=True))
+    wrote(repo, sb, "m.py", ["def g3():\n"], removed=["def f3():\n"])
+    ok(worker(repo, "done", "A"))
+    ok(worker(repo, "done", "B"))
+    ok(coord(repo, "accept", "B"))
+    assert head(repo, "m.py") == b"def f2():\n    return 2\n\n\ndef g3():\n    return 3\n"
+    ok(coord(repo, "accept", "A"))
+    assert head(repo, "m.py") == (repo / "m.py").read_bytes()
+
+
+def test_rewriting_a_body_next_to_an_untouched_neighbour_is_no_straddle(make_repo, coord,
+                                                                       worker):
+    """Was: a rename plus a new body was refused at `worker done` as straddling the
+    neighbour's grant, though the neighbour's lines were untouched. With the hooks' record
+    of what A's session wrote, it is A's; without it, the rewritten lines keep nothing of
+    A's own, and `worker done` asks rather than guessing."""
+    base = "def f1():\n    x = 1\n    return x\n\n\ndef f2():\n    return 2\n"
+    repo = make_repo({"m.py": base})
+    sa = begin(coord, worker, repo, "A", "m.py:1-5")
+    begin(coord, worker, repo, "B", "m.py:6-7")
+    body = ["def g1():\n", "    y = 2\n", "    z = y * 3\n", "    return z\n"]
+    new = "".join(body) + "\n\ndef f2():\n    return 2\n"
+    write(repo, "m.py", new)
+    r = worker(repo, "done", "A")
+    assert r.code == 1 and "--claim" in err(r) and "straddles" not in err(r)
+    wrote(repo, sa, "m.py", body, removed=["def f1():\n", "    x = 1\n", "    return x\n"])
+    ok(worker(repo, "done", "A"))
+    ok(coord(repo, "accept", "A"))
+    assert head(repo, "m.py") == new.encode()
+    assert "Coord-Task: A" in git(repo, "log", "-1", "--format=%B")
