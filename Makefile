@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 ON_PATH := PATH="$(CURDIR)/$(BIN):$$PATH"
 # The team's acceptance script lives beside the project, not in it: a fresh clone has none.
 SMOKE := ../shared/acceptance/smoke.py
-PYTEST_ONE := $(BIN)/python -m pytest -q -p no:xdist -p no:cacheprovider -rs
+PYTEST_ONE := $(BIN)/python -m pytest -q -o addopts='-p no:cacheprovider' -rs
 
 .PHONY: test demo demo-machines board-shot bench bench-board smoke lint clean
 
@@ -42,7 +42,7 @@ board-shot: $(RUNTIME)
 # quick start run as written).
 smoke: $(RUNTIME)
 	@if [ -f $(SMOKE) ]; then \
-	    echo "$(ON_PATH) $(PYTHON) $(SMOKE)"; \
+	    echo "$(PYTHON) $(SMOKE)"; \
 	    $(ON_PATH) $(PYTHON) $(SMOKE); \
 	else \
 	    echo "smoke: no $(SMOKE) beside this clone; running the suite's contract tests" >&2; \
