@@ -153,23 +153,29 @@ def _strings(node: ast.expr) -> list[str]:
 def env_reads(source: str) -> set[str]:
     """The names of the environment variables `source` reads: `os.environ[...]`,
     `os.environ.get(...)`, `os.getenv(...)`, `"X" in os.environ`, click's `envvar=`, and the
-    same through a name bound to os.environ (`env = os.environ if env is None else env`).
-    A key given as a name is looked up among the module's string constants and the loop
-    variables over literal tuples (`for k in ("A", "B"): os.environ.get(k)`)."""
+    same through a name bound to os.environ (`env = os.environ if env is None else env`) or
+    a parameter named `env`. A key given as a name is looked up among the module's string
+    constants and the loop variables over literal tuples
+    (`for k in ("A", "B"): os.environ.get(k)`, `for agent, var in AGENT_VARS: ...`)."""
     tree = ast.parse(source)
     constants: dict[str, list[str]] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 \
+                and isinstance(node.targets[0], ast.Name) and _strings(node.value):
+            constants[node.targets[0].id] = _strings(node.value)
     environ_names = {"environ"}
     for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 \
-                and isinstance(node.targets[0], ast.Name):
-            name, value = node.targets[0].id, node.value
-            if _strings(value):
-                constants.setdefault(name, []).extend(_strings(value))
-            if any(_is_environ(n) for n in ast.walk(value) if isinstance(n, ast.expr)):
-                environ_names.add(name)
-        elif isinstance(node, (ast.For, ast.comprehension)) and isinstance(node.target, ast.Name):
-            if _strings(node.iter):
-                constants.setdefault(node.target.id, []).extend(_strings(node.iter))
+        if isinstance(node, (ast.For, ast.comprehension)):
+            it = node.iter
+            values = _strings(it) or (constants.get(it.id, []) if isinstance(it, ast.Name) else [])
+            for t in ast.walk(node.target):
+                if isinstance(t, ast.Name) and values:
+                    constants.setdefault(t.id, []).extend(values)
+        elif isinstance(node, ast.Assign) and any(
+                _is_environ(n) for n in ast.walk(node.value) if isinstance(n, ast.expr)):
+            environ_names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.arg) and node.arg in ("env", "environ"):
+            environ_names.add(node.arg)
 
     def environ(node: ast.expr) -> bool:
         return _is_environ(node) or (isinstance(node, ast.Name) and node.id in environ_names)
@@ -181,18 +187,19 @@ def env_reads(source: str) -> set[str]:
 
     found: set[str] = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and node.args:
-            f = node.func
-            if isinstance(f, ast.Attribute) and f.attr in _READERS and environ(f.value):
-                found.update(keys(node.args[0]))
-            elif (isinstance(f, ast.Attribute) and f.attr == "getenv") or (
-                    isinstance(f, ast.Name) and f.id == "getenv"):
-                found.update(keys(node.args[0]))
         if isinstance(node, ast.Call):
+            f = node.func
+            if node.args and isinstance(f, ast.Attribute) and f.attr in _READERS \
+                    and environ(f.value):
+                found.update(keys(node.args[0]))
+            elif node.args and ((isinstance(f, ast.Attribute) and f.attr == "getenv")
+                                or (isinstance(f, ast.Name) and f.id == "getenv")):
+                found.update(keys(node.args[0]))
             for kw in node.keywords:
                 if kw.arg == "envvar":
                     found.update(keys(kw.value))
-        elif isinstance(node, ast.Subscript) and environ(node.value):
+        elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) \
+                and environ(node.value):
             found.update(keys(node.slice))
         elif isinstance(node, ast.Compare) and len(node.ops) == 1 \
                 and isinstance(node.ops[0], (ast.In, ast.NotIn)) and environ(node.comparators[0]):
@@ -228,10 +235,14 @@ def test_the_scanner_finds_every_way_of_reading_the_environment() -> None:
         "    os.environ.pop(key, None)\n"
         "@click.option('--token', envvar='HW_J')\n"
         "def cmd(token): pass\n"
+        "AGENTS = (('claude', 'HW_K1'), ('codex', 'HW_K2'))\n"
+        "def who(env):\n"
+        "    for agent, var in AGENTS:\n"
+        "        if env.get(var): return agent\n"
         "built = {'NOT_READ': '1'}\n"
         "x = built['NOT_READ']\n")
     assert env_reads(source) == {"HW_A", "HW_B", "HW_C", "HW_URLS", "HW_E", "HW_F", "HW_G",
-                                 "HW_H1", "HW_H2", "HW_I", "HW_J"}
+                                 "HW_H1", "HW_H2", "HW_I", "HW_J", "HW_K1", "HW_K2"}
 
 
 def test_every_environment_variable_the_code_reads_is_documented() -> None:
