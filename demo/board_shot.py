@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A screenshot of `coord board` for the README: eight tasks in mixed states.
 
-    make board-shot            # writes docs/board.png
+    make board-shot            # writes build/board.png (docs/board.png is the tracked copy)
     .venv/bin/python demo/board_shot.py [--out PATH] [--keep]
 
 Builds a throw-away repository with the real `coord` and `worker` commands (one task
@@ -152,7 +152,7 @@ def wait_until(pred: Any, timeout: float, what: str) -> Any:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", type=Path, default=ROOT / "docs" / "board.png")
+    ap.add_argument("--out", type=Path, default=ROOT / "build" / "board.png")
     ap.add_argument("--size", default="1280,1100", help="window WIDTH,HEIGHT (1280,1100)")
     ap.add_argument("--keep", action="store_true", help="keep the repository and print its path")
     args = ap.parse_args()
