@@ -212,6 +212,19 @@ class Handover(Strict):
     pending: tuple[int, str, str, str] | None = None
 
 
+class Recheck(Strict):
+    """The accept recheck of a task's revision: its checks on HEAD + exactly its changes,
+    in a scratch checkout (`commit`: the commit that was checked, landed or not)."""
+
+    passed: bool
+    at: float
+    revision: int
+    commit: str
+    checks: list[CheckResult] = F(default_factory=list)
+    # The `[checkout] setup` command that failed, when one did (no check ran then).
+    setup: CheckResult | None = None
+
+
 class Task(Strict):
     id: str
     title: str = F(max_length=MAX_TEXT)
@@ -246,6 +259,8 @@ class Task(Strict):
     wip_seq: int = 0
     # Handed over to another machine with its edits (see Handover).
     handover: Handover | None = None
+    # The newest accept recheck (coord accept --recheck).
+    recheck: Recheck | None = None
 
     @property
     def active(self) -> bool:
@@ -463,6 +478,9 @@ class _Report(Strict, Public["ReportDoc"], init=False):
     reason: ShortText | None = None
     kind: Literal["task", "review"] = "task"
     checks_skipped: bool = False
+    # Where the checks ran: "isolated" (HEAD + exactly the task's changes, in a scratch
+    # checkout) or "tree" (the shared tree; also what a report without the field means).
+    checks_where: Literal["tree", "isolated"] = "tree"
     # An audit verdict's; null in a work report. The reader refuses neither a verdict
     # without them nor a work report with them, as it never did (see AuditVerdict).
     role: str | None = F(default=None, max_length=64)
