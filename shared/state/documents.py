@@ -513,6 +513,25 @@ class RecheckDoc(TypedDict):
     setup_reused: NotRequired[bool]
 
 
+class LeftOut(TypedDict):
+    """A change of the shared tree that an isolated check's checkout did not hold."""
+
+    path: str
+    whose: str
+
+
+class CheckRunResult(TypedDict):
+    """`worker check`: the task's checks as `worker done` runs them, nothing delivered."""
+
+    task: str
+    where: str
+    commit: str | None
+    passed: bool
+    checks: list[CommandResult]
+    left_out: list[LeftOut]
+    note: str
+
+
 class AcceptJournal(TypedDict):
     """The journal `coord accept` writes (`accept.json`) before it moves HEAD: what the next
     command needs to finish or undo an accept that crashed."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from enum import StrEnum
-from typing import TYPE_CHECKING, Annotated, Any, Literal, NewType
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, NewType
 
 from hunkwise.shared.errors import UsageError
 from hunkwise.shared.state.schema import Constraint, F, Public, Record, RecordError, Tag, reader
@@ -262,6 +262,8 @@ class Task(Strict):
     # The newest accept recheck (coord accept --recheck).
     recheck: Recheck | None = None
 
+    _written_when_set: ClassVar[frozenset[str]] = frozenset({"recheck"})
+
     @property
     def active(self) -> bool:
         return self.state not in INACTIVE
@@ -481,6 +483,7 @@ class _Report(Strict, Public["ReportDoc"], init=False):
     # Where the checks ran: "isolated" (HEAD + exactly the task's changes, in a scratch
     # checkout) or "tree" (the shared tree; also what a report without the field means).
     checks_where: Literal["tree", "isolated"] = "tree"
+    _written_when_set: ClassVar[frozenset[str]] = frozenset({"checks_where"})
     # An audit verdict's; null in a work report. The reader refuses neither a verdict
     # without them nor a work report with them, as it never did (see AuditVerdict).
     role: str | None = F(default=None, max_length=64)
