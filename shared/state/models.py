@@ -481,9 +481,14 @@ class _Report(Strict, Public["ReportDoc"], init=False):
     kind: Literal["task", "review"] = "task"
     checks_skipped: bool = False
     # Where the checks ran: "isolated" (HEAD + exactly the task's changes, in a scratch
-    # checkout) or "tree" (the shared tree; also what a report without the field means).
-    checks_where: Literal["tree", "isolated"] = "tree"
+    # checkout) or "tree" (the shared tree). Absent (None) in a report of an earlier
+    # release, which ran them in the tree: read it with `where_checked`.
+    checks_where: Literal["tree", "isolated"] | None = None
     _written_when_set: ClassVar[frozenset[str]] = frozenset({"checks_where"})
+
+    @property
+    def where_checked(self) -> str:
+        return self.checks_where or "tree"
     # An audit verdict's; null in a work report. The reader refuses neither a verdict
     # without them nor a work report with them, as it never did (see AuditVerdict).
     role: str | None = F(default=None, max_length=64)
