@@ -305,3 +305,28 @@ def test_a_temporary_checkout_of_a_killed_run_is_removed_by_the_next_run(
     git(repo, "commit", "-qam", "the real suite")
     assert ok(coord(repo, "verify", "--dry"))["ok"] is True
     assert scratch_left(repo) == [] and len(worktrees(repo)) == 1
+
+
+def test_a_busy_cached_checkout_is_not_shared_and_when_all_are_busy_a_temporary_one_serves(
+        make_repo: MakeRepo, coord: Cli, worker: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    import fcntl
+    import os
+
+    from hunkwise.shared.git import checkout as git_checkout
+
+    repo = generated_project(make_repo, toml(setup=["sh gen.sh"]))
+    begin(coord, worker, repo, "A", "src.txt", checks=("sh suite.sh",))
+    write(repo, "src.txt", "u\n")
+    ok(worker(repo, "check", "A"))
+    base = repo / ".git" / "coord" / "checkouts"
+    fd = os.open(base / "0.lock", os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # another run holds slot 0
+        ok(worker(repo, "check", "A"))
+        assert (base / "1" / "ready").exists()  # the next slot served
+        monkeypatch.setattr(git_checkout, "MAX_SLOTS", 1)
+        ok(worker(repo, "check", "A"))  # every slot busy: a temporary checkout
+        assert scratch_left(repo) == []
+        assert len(worktrees(repo)) == 3  # the shared tree and the two cached slots
+    finally:
+        os.close(fd)
