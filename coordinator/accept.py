@@ -16,8 +16,6 @@ import contextlib
 import json
 import os
 import re
-import shutil
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,13 +25,21 @@ from hunkwise import inbox
 from hunkwise.coordinator.review import newest_report, validate
 from hunkwise.shared import git
 from hunkwise.shared.errors import CheckFailed, StateRefused
+from hunkwise.shared.git import checkout as git_checkout
 from hunkwise.shared.hunks.commitplan import Plan, plan_commit  # noqa: F401 - re-exported
 from hunkwise.shared.hunks.taskview import active_tasks, sync_ranges, view
 from hunkwise.shared.state import store
 from hunkwise.shared.state.context import Ctx, get_task, iso
-from hunkwise.shared.state.models import AuditVerdict, Task, TaskState, WorkReport
+from hunkwise.shared.state.models import (
+    AuditVerdict,
+    CheckResult,
+    Recheck,
+    Task,
+    TaskState,
+    WorkReport,
+)
 from hunkwise.shared.work import recovery
-from hunkwise.shared.work.checks import failure_text, run_checks
+from hunkwise.shared.work.checks import SetupFailed, checkout, failure_text, run_checks
 from hunkwise.shared.work.recovery import kill_point
 
 MAX_ATTEMPTS = 5
@@ -41,7 +47,12 @@ _TRAILER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*: \S")
 COMMIT_LOCK_WAIT_S = 600.0
 
 if TYPE_CHECKING:
-    from hunkwise.shared.state.documents import AcceptJournal, AcceptResult, Repaired
+    from hunkwise.shared.state.documents import (
+        AcceptJournal,
+        AcceptResult,
+        RecheckDoc,
+        Repaired,
+    )
 
 
 def commit_message(task: Task, report: WorkReport, message: str | None,
@@ -205,26 +216,70 @@ def _archive_reports(ctx: Ctx, task_id: str) -> None:
 
 @contextlib.contextmanager
 def _recheck_checkout(ctx: Ctx, commit: str, journal: AcceptJournal) -> Iterator[Path]:
-    """A detached worktree of `commit`, named in the journal before it exists."""
-    scratch = ctx.lay.root / "scratch"
-    scratch.mkdir(parents=True, exist_ok=True)
-    parent = Path(tempfile.mkdtemp(prefix="recheck-", dir=scratch))
-    journal["recheck"] = str(parent)
-    _write_journal(ctx, journal)
-    try:
-        git.run(ctx.repo, "worktree", "add", "--detach", "--force", "-q", str(parent / "tree"),
-                commit, env={"HUNKWISE_COORDINATOR": "1"})
-        yield parent / "tree"
-    finally:
-        _drop_checkout(ctx, parent)
-        journal["recheck"] = None
+    """A scratch checkout of `commit` (shared/work/checks.py): a temporary one is named in
+    the journal before it exists, so a crash leaves nothing the next command does not remove."""
+
+    def made(folder: Path) -> None:
+        journal["recheck"] = str(folder)
         _write_journal(ctx, journal)
+
+    try:
+        with checkout(ctx.repo, ctx.lay.root, commit, ctx.config.checkout, made=made) as where:
+            yield where
+    finally:
+        if journal["recheck"] is not None:
+            journal["recheck"] = None
+            _write_journal(ctx, journal)
 
 
 def _drop_checkout(ctx: Ctx, parent: Path) -> None:
-    git.run_rc(ctx.repo, "worktree", "remove", "--force", str(parent / "tree"))
-    shutil.rmtree(parent, ignore_errors=True)
-    git.run_rc(ctx.repo, "worktree", "prune")
+    git_checkout.drop(ctx.repo, parent)
+
+
+def _recheck(ctx: Ctx, task: Task, commit: str, revision: int,
+             journal: AcceptJournal) -> tuple[RecheckDoc, Recheck]:
+    """Run the task's checks on `commit` (HEAD + exactly its changes); raise CheckFailed,
+    after keeping the failed recheck with the task, when one fails."""
+    setup: CheckResult | None = None
+    results: list[CheckResult] = []
+    try:
+        with _recheck_checkout(ctx, commit, journal) as where:
+            kill_point("accept-recheck")
+            results = run_checks(where, task.checks, ctx.config.checks.timeout_seconds,
+                                 label="recheck")
+    except SetupFailed as e:
+        setup = e.result
+        kept = Recheck(passed=False, at=store.now(), revision=revision, commit=commit, setup=setup)
+        _keep_recheck(ctx, task.id, kept)
+        raise CheckFailed(f"{task.id}: recheck: {e.message}; nothing committed",
+                          details=e.details) from None
+    bad = [r for r in results if not r.passed]
+    kept = Recheck(passed=not bad, at=store.now(), revision=revision, commit=commit,
+                   checks=results)
+    doc: RecheckDoc = {"ran": True, "passed": not bad,
+                       "checks": [r.model_dump() for r in results]}  # type: ignore[misc]
+    if bad:
+        _keep_recheck(ctx, task.id, kept)
+        raise CheckFailed(f"{task.id}: recheck on HEAD + the task's changes failed: "
+                          + ", ".join(f"{r.command!r} (exit {r.exit_code})" for r in bad)
+                          + "; nothing committed",
+                          details="\n".join(recheck_lines(doc["checks"])) + "\n"
+                          + failure_text(bad))
+    return doc, kept
+
+
+def recheck_lines(checks: list[Any]) -> list[str]:
+    """One line per rechecked command and its result."""
+    return [f"recheck {'pass' if c['passed'] else 'FAIL'}  {c['duration_s']:7.2f}s  "
+            f"{c['command']}" + ("" if c["passed"] else f"  (exit {c['exit_code']})")
+            for c in checks]
+
+
+def _keep_recheck(ctx: Ctx, task_id: str, kept: Recheck) -> None:
+    with store.transaction(ctx.lay) as state:
+        task = state.tasks.get(task_id)
+        if task is not None:
+            task.recheck = kept
 
 
 def accept(ctx: Ctx, task_id: str, *, message: str | None, recheck: bool | None) -> AcceptResult:
@@ -288,15 +343,10 @@ def _accept(ctx: Ctx, task_id: str, *, message: str | None, recheck: bool | None
                                    "recheck": None, "started": store.now()}
         _write_journal(ctx, journal)
         kill_point("accept-journal")
+        recheck_doc: RecheckDoc = {"ran": False, "checks": []}
+        kept: Recheck | None = None
         if do_recheck and task.checks:
-            with _recheck_checkout(ctx, commit, journal) as where:
-                kill_point("accept-recheck")
-                results = run_checks(where, task.checks, ctx.config.checks.timeout_seconds)
-            bad = [r for r in results if not r.passed]
-            if bad:
-                raise CheckFailed(f"{task_id}: recheck on HEAD + the task's changes failed: "
-                                  + ", ".join(f"{r.command!r} (exit {r.exit_code})" for r in bad)
-                                  + "; nothing committed", details=failure_text(bad))
+            recheck_doc, kept = _recheck(ctx, task, commit, report.revision, journal)
         with store.locked(ctx.lay):
             state = store.load(ctx.lay)
             if state.freeze is not None:
@@ -318,6 +368,8 @@ def _accept(ctx: Ctx, task_id: str, *, message: str | None, recheck: bool | None
                                        "reference-transaction hook?); nothing committed")
                 continue  # HEAD moved since the snapshot: start over
             kill_point("accept-head-moved")
+            if kept is not None:
+                now_task.recheck = kept
             _mark_accepted(ctx, state, task_id, commit)
             store.save(ctx.lay, state)
         kill_point("accept-state-saved")
@@ -329,6 +381,7 @@ def _accept(ctx: Ctx, task_id: str, *, message: str | None, recheck: bool | None
         notes = [f"{w.code}: {w.path + ': ' if w.path else ''}{w.detail}" for w in verdict.warnings]
         doc: AcceptResult = {"commit": commit, "task": task_id, "paths": plan.paths,
                                "revision": report.revision,
-                               "warnings": notes + ([warning] if warning else [])}
+                               "warnings": notes + ([warning] if warning else []),
+                               "recheck": recheck_doc}
         return doc
     raise StateRefused(f"HEAD kept moving while accepting {task_id} ({MAX_ATTEMPTS} tries); try again")

@@ -336,7 +336,9 @@ def accept(task_id: str, message: str | None, recheck: bool | None, as_json: boo
     from hunkwise.coordinator import accept as core
 
     doc = core.accept(_ctx(repo), task_id, message=message, recheck=recheck)
-    emit(doc, as_json, lambda d: f"{d['commit']}  {task_id}: {len(d['paths'])} path(s)")
+    emit(doc, as_json, lambda d: "\n".join(
+        core.recheck_lines(d["recheck"]["checks"])
+        + [f"{d['commit']}  {task_id}: {len(d['paths'])} path(s)"]))
 
 
 @cli.command(name="request-changes")
@@ -626,12 +628,20 @@ def freeze(defer_running: bool, as_json: bool, repo: str | None) -> None:
 
 @cli.command()
 @click.option("--junit", default=None, metavar="FILE", help="Also write a JUnit XML record.")
+@click.option("--dry", is_flag=True,
+              help="Run the commands on HEAD without a freeze; refuse nothing, record nothing.")
+@click.option("--bisect/--no-bisect", default=None,
+              help="When the frozen set fails, find the batch's first task commit that fails "
+                   "([verify] bisect).")
 @common
-def verify(junit: str | None, as_json: bool, repo: str | None) -> None:
+def verify(junit: str | None, dry: bool, bisect: bool | None, as_json: bool,
+           repo: str | None) -> None:
     """Run [verify] commands on exactly the frozen commit, in a clean checkout."""
     from hunkwise.coordinator import freeze as core
 
-    doc = core.verify(_ctx(repo), junit=junit)
+    if dry and bisect:
+        raise click.UsageError("--bisect needs a frozen batch; --dry has none")
+    doc = core.verify(_ctx(repo), junit=junit, dry=dry, bisect=bisect)
 
     def human(d: VerifyResult) -> str:
         lines = [f"{'pass' if c['exit_code'] == 0 else 'FAIL'}  {c['duration_s']:7.2f}s  {c['command']}"
@@ -640,14 +650,26 @@ def verify(junit: str | None, as_json: bool, repo: str | None) -> None:
         for e in d.get("deferred_edits", []):
             lines.append(f"note: deferred task {e['task']} edited its own grant during the "
                          f"freeze ({', '.join(e['paths'])}); the frozen commit is unaffected")
-        if not d["ok"]:
+        if not d["ok"] and not d.get("dry"):
             lines.append(f"batch {d['batch']}: accepted tasks "
                          f"{', '.join(d.get('tasks', [])) or '(none)'}")
-            for c in d["commands"]:
+        if not d["ok"]:
+            setup = d.get("setup")
+            for c in d["commands"] + ([setup] if setup else []):
                 if c["exit_code"] != 0 and c.get("output_tail"):
                     lines.append(f"--- output tail of {c['command']!r}:")
                     lines += [f"    {line}" for line in c["output_tail"].split("\n")[-15:]]
-        lines.append(f"verify {'ok' if d['ok'] else 'FAILED'}: {d['commit']}")
+        b = d.get("bisect")
+        if b is not None:
+            for p in b["ran"]:
+                lines.append(f"bisect: ran {p['command']!r} on {p['task'] or '?'}"
+                             f"{' alone on the base' if p['alone'] else ''} "
+                             f"({p['commit'][:12]}): {'pass' if p['passed'] else 'FAIL'} "
+                             f"in {p['duration_s']:.1f}s")
+            lines.append(f"bisect: culprit {b['culprit'] or '(none)'}"
+                         + (f" ({b['commit'][:12]})" if b["commit"] else "") + f": {b['note']}")
+        lines.append(f"verify{' --dry' if d.get('dry') else ''} "
+                     f"{'ok' if d['ok'] else 'FAILED'}: {d['commit']}")
         return "\n".join(lines)
 
     emit(doc, as_json, human)

@@ -24,13 +24,13 @@ from xml.sax.saxutils import quoteattr
 from hunkwise import inbox
 from hunkwise.shared import git
 from hunkwise.shared.errors import StateRefused, UsageError
-from hunkwise.shared.git.checkout import clean_checkout
 from hunkwise.shared.hunks import diff, snapshot
 from hunkwise.shared.proc import run_command
 from hunkwise.shared.state import config, store
 from hunkwise.shared.state.context import Ctx, env_session, iso, machine_name
 from hunkwise.shared.state.models import Freeze, SignalType, TaskState
 from hunkwise.shared.state.signals import send
+from hunkwise.shared.work import checks
 
 if TYPE_CHECKING:
     from hunkwise.shared.state.documents import (
@@ -153,17 +153,21 @@ def _changed_paths(ctx: Ctx, old_tree: str, new_tree: str) -> list[str]:
     return diff.changed_paths(ctx.repo, old_tree, new_tree)
 
 
-def verify(ctx: Ctx, *, junit: str | None = None) -> VerifyResult:
+def verify(ctx: Ctx, *, junit: str | None = None, dry: bool = False,
+           bisect: bool | None = None) -> VerifyResult:
+    if dry:
+        return _dry(ctx, junit)
     state = store.load(ctx.lay)
     fz = state.freeze
-    # The proof runs the commands the frozen commit itself carries, not an uncommitted
-    # edit of coord.toml that some task left in the shared tree.
-    cfg = (config.load_at(ctx.repo, fz.commit) if fz is not None and fz.commit
-           else ctx.config).verify
-    problems: list[str] = []
-    results: list[CommandResult] = []
     if fz is None:
         raise StateRefused("not frozen: nothing ran; run coord freeze first")
+    # The proof runs the commands the frozen commit itself carries, not an uncommitted
+    # edit of coord.toml that some task left in the shared tree.
+    settings = config.load_at(ctx.repo, fz.commit) if fz.commit else ctx.config
+    cfg = settings.verify
+    problems: list[str] = []
+    results: list[CommandResult] = []
+    extra: dict[str, Any] = {}
     if not cfg.commands:
         problems.append("coord.toml has no [verify] commands: nothing proves the frozen set")
     head = git.head(ctx.repo)
@@ -172,7 +176,14 @@ def verify(ctx: Ctx, *, junit: str | None = None) -> VerifyResult:
     if fz.commit and not problems:
         previous = signal.signal(signal.SIGTERM, _terminated)
         try:
-            _run_all(ctx, fz.commit, cfg.commands, cfg.timeout_seconds, results, problems)
+            _run_all(ctx, fz.commit, settings, results, problems, extra)
+            failing = [c["command"] for c in results if not c["passed"]]
+            if failing and (cfg.bisect if bisect is None else bisect):
+                from hunkwise.coordinator.bisect import bisect_batch
+
+                found = bisect_batch(ctx, state, fz, failing, settings)
+                extra["bisect"] = found
+                extra["culprit"] = found["culprit"]
         finally:
             signal.signal(signal.SIGTERM, previous)
     elif fz.commit is None:
@@ -183,8 +194,35 @@ def verify(ctx: Ctx, *, junit: str | None = None) -> VerifyResult:
                          if t.state == TaskState.ACCEPTED and t.batch == fz.batch)
     doc: VerifyResult = {"ok": ok, "commit": fz.commit, "problems": problems,
                          "commands": results, "batch": fz.batch, "at": iso(time.time()),
-                         "tasks": batch_tasks, "deferred_edits": deferred_edits}
+                         "tasks": batch_tasks, "deferred_edits": deferred_edits, **extra}  # type: ignore[typeddict-item]
     _save_record(ctx, doc)
+    if junit:
+        _write_junit(Path(junit), doc)
+    return doc
+
+
+def _dry(ctx: Ctx, junit: str | None) -> VerifyResult:
+    """The commands on HEAD, in a scratch checkout, without a freeze: refusing nothing
+    (a freeze, a dirty tree, running tasks) and recording nothing."""
+    head = git.head(ctx.repo)
+    settings = ctx.config
+    problems: list[str] = []
+    results: list[CommandResult] = []
+    extra: dict[str, Any] = {}
+    if not settings.verify.commands:
+        problems.append("coord.toml has no [verify] commands: nothing was run")
+    if head is None:
+        problems.append("the repository has no commit yet")
+    if head is not None and not problems:
+        previous = signal.signal(signal.SIGTERM, _terminated)
+        try:
+            _run_all(ctx, head, settings, results, problems, extra)
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+    batch = store.load(ctx.lay).batch if ctx.lay.state_file.exists() else 1
+    doc: VerifyResult = {"ok": not problems, "commit": head, "problems": problems,
+                         "commands": results, "batch": batch, "at": iso(time.time()),
+                         "tasks": [], "deferred_edits": [], "dry": True, **extra}  # type: ignore[typeddict-item]
     if junit:
         _write_junit(Path(junit), doc)
     return doc
@@ -194,20 +232,39 @@ def _terminated(signum: int, frame: object) -> None:
     raise KeyboardInterrupt  # unwinds through the cleanup of the checkout and the command
 
 
-def _run_all(ctx: Ctx, commit: str, commands: list[str], timeout: float,
-             results: list[CommandResult], problems: list[str]) -> None:
-    with clean_checkout(ctx.repo, commit) as where:
-        for i, cmd in enumerate(commands, 1):
-            sys.stderr.write(f"verify [{i}/{len(commands)}] {cmd}\n")
-            ran = run_command(cmd, where, timeout, label=f"{i}", tail_lines=TAIL_LINES)
-            code, secs, tail = ran.exit_code, ran.duration_s, ran.tail
-            results.append({"command": cmd, "exit_code": code, "duration_s": secs,
-                            "passed": code == 0, "output_tail": "\n".join(tail)})
-            sys.stderr.write(f"verify [{i}/{len(commands)}] "
-                             f"{'pass' if code == 0 else 'FAIL'} in {secs:.1f}s\n")
-            if code != 0:
-                why = "timed out" if code == 124 else f"exit {code}"
-                problems.append(f"{cmd!r} failed ({why})")
+def run_commands(where: Path, commands: list[str], timeout: float, *, label: str = "verify",
+                 stop_early: bool = False) -> list[CommandResult]:
+    """Run commands in a checkout, each streamed to stderr; their results."""
+    results: list[CommandResult] = []
+    for i, cmd in enumerate(commands, 1):
+        sys.stderr.write(f"{label} [{i}/{len(commands)}] {cmd}\n")
+        ran = run_command(cmd, where, timeout, label=f"{i}", tail_lines=TAIL_LINES)
+        code, secs, tail = ran.exit_code, ran.duration_s, ran.tail
+        results.append({"command": cmd, "exit_code": code, "duration_s": secs,
+                        "passed": code == 0, "output_tail": "\n".join(tail)})
+        sys.stderr.write(f"{label} [{i}/{len(commands)}] "
+                         f"{'pass' if code == 0 else 'FAIL'} in {secs:.1f}s\n")
+        if stop_early and code != 0:
+            break
+    return results
+
+
+def _run_all(ctx: Ctx, commit: str, settings: config.Config, results: list[CommandResult],
+             problems: list[str], extra: dict[str, Any]) -> None:
+    cfg = settings.verify
+    try:
+        with checks.checkout(ctx.repo, ctx.lay.root, commit, settings.checkout) as where:
+            results += run_commands(where, cfg.commands, cfg.timeout_seconds)
+    except checks.SetupFailed as e:
+        problems.append(f"setup: {e.message}")
+        r = e.result
+        extra["setup"] = {"command": r.command, "exit_code": r.exit_code, "passed": False,
+                          "duration_s": r.duration_s, "output_tail": r.output_tail}
+        return
+    for c in results:
+        if not c["passed"]:
+            why = "timed out" if c["exit_code"] == 124 else f"exit {c['exit_code']}"
+            problems.append(f"{c['command']!r} failed ({why})")
 
 
 def _final_check(ctx: Ctx, fz: Freeze, head: str | None,

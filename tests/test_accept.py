@@ -703,7 +703,8 @@ def test_blocked_report_is_not_accepted(make_repo: MakeRepo, coord: Cli, worker:
 
 def test_recheck_fails_when_the_check_needs_the_shared_tree(make_repo: MakeRepo, coord: Cli,
                                                            worker: Cli) -> None:
-    repo = make_repo({"f.txt": numbered(3)})
+    # The worker's checks in the shared tree ([checks] where = "tree"), as before isolation.
+    repo = make_repo({"f.txt": numbered(3), "coord.toml": '[checks]\nwhere = "tree"\n'})
     root = head(repo)
     begin(coord, worker, repo, "A", "f.txt", checks=("test -f untracked.txt",))
     write(repo, "untracked.txt", "only in the shared tree\n")
@@ -739,7 +740,8 @@ def test_recheck_runs_on_head_plus_exactly_the_task(make_repo: MakeRepo, coord: 
 
 
 def test_recheck_from_coord_toml(make_repo: MakeRepo, coord: Cli, worker: Cli) -> None:
-    repo = make_repo({"f.txt": numbered(3), "coord.toml": "[accept]\nrecheck = true\n"})
+    repo = make_repo({"f.txt": numbered(3),
+                      "coord.toml": '[accept]\nrecheck = true\n[checks]\nwhere = "tree"\n'})
     root = head(repo)
     begin(coord, worker, repo, "A", "f.txt", checks=("test -f untracked.txt",))
     write(repo, "untracked.txt", "x\n")

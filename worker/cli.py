@@ -11,7 +11,12 @@ from hunkwise.shared.errors import CoordError
 from hunkwise.shared.output import emit
 
 if TYPE_CHECKING:
-    from hunkwise.shared.state.documents import DeliverResult, SessionResult, StartResult
+    from hunkwise.shared.state.documents import (
+        CheckRunResult,
+        DeliverResult,
+        SessionResult,
+        StartResult,
+    )
 
 
 def _session_opt(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -129,6 +134,33 @@ def done(task_id: str, session: str | None, summary: str, unfinished: tuple[str,
                          disclaim=list(disclaim))
     _autosync(ctx)  # the report travels now, not at the next command
     emit(doc, as_json, _report_text)
+
+
+@cli.command()
+@click.argument("task_id")
+@common
+def check(task_id: str, as_json: bool, repo: str | None) -> None:
+    """Run the task's checks as worker done would ([checks] where), delivering nothing."""
+    from hunkwise.worker import lifecycle
+
+    doc = lifecycle.check(_ctx(repo), task_id)
+
+    def human(d: CheckRunResult) -> str:
+        lines = [f"{'pass' if c['passed'] else 'FAIL'}  {c['duration_s']:7.2f}s  {c['command']}"
+                 + ("" if c["passed"] else f"  (exit {c['exit_code']})") for c in d["checks"]]
+        if not d["passed"]:
+            for c in d["checks"]:
+                if not c["passed"] and c["output_tail"].strip():
+                    lines.append(f"--- output tail of {c['command']!r}:")
+                    lines += [f"    {ln}" for ln in c["output_tail"].rstrip("\n").split("\n")[-15:]]
+        if d["note"]:
+            lines += d["note"].split("\n")
+        lines.append(f"{d['task']}: checks {'pass' if d['passed'] else 'FAILED'} ({d['where']})")
+        return "\n".join(lines)
+
+    emit(doc, as_json, human)
+    if not doc["passed"]:
+        raise click.exceptions.Exit(1)
 
 
 @cli.command()

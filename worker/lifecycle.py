@@ -10,7 +10,7 @@ import datetime as dt
 import os
 from collections import Counter
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from hunkwise import inbox
 from hunkwise.shared.errors import CheckFailed, StateRefused, UsageError
@@ -36,6 +36,7 @@ from hunkwise.shared.state.context import (
 )
 from hunkwise.shared.state.models import (
     DISCLAIMED,
+    CheckResult,
     Claim,
     Overlap,
     ProposedCommit,
@@ -49,10 +50,15 @@ from hunkwise.shared.state.models import (
 )
 from hunkwise.shared.state.signals import send
 from hunkwise.shared.work import recovery
-from hunkwise.shared.work.checks import failure_text, run_checks
+from hunkwise.shared.work.checks import TaskCheck, failure_text, isolated_text, task_checks
 
 if TYPE_CHECKING:
-    from hunkwise.shared.state.documents import DeliverResult, StartResult
+    from hunkwise.shared.state.documents import (
+        CheckRunResult,
+        CommandResult,
+        DeliverResult,
+        StartResult,
+    )
 
 STARTABLE = (TaskState.ASSIGNED, TaskState.CHANGES_REQUESTED)
 
@@ -324,12 +330,10 @@ def _report(ctx: Ctx, task_id: str, *, status: ReportStatus, session: str | None
     # Ranges at HEAD for attribution, in memory: the next command that saves them does it
     # under its own lock.
     sync_ranges(ctx.repo, state)
-    checks = run_checks(ctx.repo, task.checks, ctx.config.checks.timeout_seconds) if run else []
-    failed = [c for c in checks if not c.passed]
-    if status == "done" and failed:
-        names = ", ".join(f"{c.command!r} (exit {c.exit_code})" for c in failed)
-        raise CheckFailed(f"{task_id}: check failed: {names}; nothing was delivered",
-                          details=failure_text(failed))
+    where = ctx.config.checks.where
+    checks: list[CheckResult] = []
+    if run and task.checks and where == "tree":
+        checks = _checked(task_id, status, task_checks(ctx, None, task_id, task.checks, [], "tree"))
     tv = view(ctx.repo, active_tasks(state))
     sel = select(tv, task)
     undecided = decide_boundaries(sel, claim, disclaim)
@@ -348,6 +352,11 @@ def _report(ctx: Ctx, task_id: str, *, status: ReportStatus, session: str | None
                           f"claimed: {'; '.join(blocking[:5])}. Move the edit inside your "
                           "range, or ask the coordinator for a wider grant (worker blocked "
                           f"{task_id} --reason ...); nothing was delivered")
+    if run and task.checks and where == "isolated":
+        # HEAD + exactly the changes this report delivers: what accept would commit, so
+        # neither another task's edit nor its half-done syntax error decides the result.
+        checks = _checked(task_id, status,
+                          task_checks(ctx, tv, task_id, task.checks, sel.changes, "isolated"))
     entries = task_entries(ctx.repo, tv, task, sel)
     overlaps = [Overlap(path=report_path(ch.path), task_id=",".join(t for t in tids if t != task_id) or None,
                         note="a change here straddles grants" + (f" (line {h.old_start})" if h else ""))
@@ -375,7 +384,8 @@ def _report(ctx: Ctx, task_id: str, *, status: ReportStatus, session: str | None
         revision=revision, report_id=f"rep-{task_id}-r{revision}-{os.urandom(4).hex()}",
         checks=checks, overlaps=overlaps[:1000], unfinished=unfinished,
         proposed_commit=_proposed(task, message, summary), reason=reason,
-        checks_skipped=not run and bool(task.checks) and status == "done")
+        checks_skipped=not run and bool(task.checks) and status == "done",
+        checks_where=where if run and task.checks else "tree")
     saved = recovery.saved_of(tv, sel, kind="report", revision=revision, ref=ref)
     claimed = identities_of_selection(tv, task, sel)
     for a in sel.disclaimed_ambiguous:
@@ -425,6 +435,41 @@ def _report(ctx: Ctx, task_id: str, *, status: ReportStatus, session: str | None
             "hunks": sum(len(e.hunks) for e in entries),
             "checks_passed": sum(1 for c in checks if c.passed), "checks_total": len(checks),
             "overlaps": [o.public() for o in overlaps]}}
+
+
+def _checked(task_id: str, status: str, check: TaskCheck) -> list[CheckResult]:
+    """The checks' results; CheckFailed (nothing delivered) when one of a done's failed."""
+    failed = [c for c in check.results if not c.passed]
+    if status == "done" and failed:
+        names = ", ".join(f"{c.command!r} (exit {c.exit_code})" for c in failed)
+        where = " on HEAD + exactly the task's changes" if check.where == "isolated" else ""
+        raise CheckFailed(f"{task_id}: check failed{where}: {names}; nothing was delivered",
+                          details="\n".join(filter(None, [failure_text(failed),
+                                                           isolated_text(check, task_id)])))
+    return check.results
+
+
+def check(ctx: Ctx, task_id: str) -> CheckRunResult:
+    """`worker check`: the task's checks as `worker done` would run them, delivering
+    nothing and writing no state."""
+    state = store.load(ctx.lay)
+    task = get_task(state, task_id)
+    if not task.active:
+        raise StateRefused(f"{task_id} is {task.state}; nothing is left to check")
+    sync_ranges(ctx.repo, state)
+    where = ctx.config.checks.where
+    if not task.checks:
+        return {"task": task_id, "where": where, "commit": None, "passed": True, "checks": [],
+                "left_out": [], "note": f"{task_id} has no checks"}
+    if where == "tree":
+        ran = task_checks(ctx, None, task_id, task.checks, [], "tree")
+    else:
+        tv = view(ctx.repo, active_tasks(state))
+        ran = task_checks(ctx, tv, task_id, task.checks, select(tv, task).changes, "isolated")
+    return {"task": task_id, "where": ran.where, "commit": ran.commit, "passed": ran.passed,
+            "checks": [cast("CommandResult", c.model_dump()) for c in ran.results],
+            "left_out": [{"path": p, "whose": w} for p, w in ran.left_out],
+            "note": isolated_text(ran, task_id)}
 
 
 def _conflict_ids(tv: Any, task: Task) -> list[tuple[str, str]]:

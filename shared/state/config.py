@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Literal
 
 from hunkwise.shared.errors import UsageError
 from hunkwise.shared.state.schema import F, Record, RecordError
@@ -16,6 +17,8 @@ class _Section(Record):
 class VerifySettings(_Section):
     commands: list[str] = F(default_factory=list)
     timeout_seconds: float = F(default=3600, gt=0)
+    # When the frozen set fails, find the batch's first task commit that fails.
+    bisect: bool = False
 
 
 class OwnershipSettings(_Section):
@@ -46,6 +49,53 @@ class NotifySettings(_Section):
 
 class CheckSettings(_Section):
     timeout_seconds: float = F(default=900, gt=0)
+    # "isolated": a task's checks run on HEAD + exactly its changes, in a scratch checkout;
+    # "tree": in the shared tree, amid the other tasks' uncommitted edits.
+    where: Literal["isolated", "tree"] = "isolated"
+
+
+# The files whose content decides whether a cached checkout's setup still holds, when
+# `[checkout] inputs` does not say: the manifests and lockfiles installers read.
+DEFAULT_INPUTS = ["pyproject.toml", "setup.py", "setup.cfg", "requirements*.txt",
+                  "package.json", "package-lock.json", "npm-shrinkwrap.json", "yarn.lock",
+                  "pnpm-lock.yaml", "poetry.lock", "uv.lock", "Pipfile.lock", "Cargo.toml",
+                  "Cargo.lock", "go.mod", "go.sum", "Gemfile.lock", "composer.lock"]
+
+
+def _repo_paths(values: list[str]) -> list[str]:
+    """Paths inside the repository, written from its root (`a/b`, no `..`, not absolute)."""
+    out = []
+    for value in values:
+        v = value.rstrip("/")
+        if not v or value.startswith("/") or "\0" in v \
+                or any(p in ("..", ".", "") for p in v.split("/")) or v.split("/")[0] == ".git":
+            raise RecordError(f"{value!r} is not a path inside the repository (from its "
+                              "root, no '..')")
+        out.append(v)
+    return out
+
+
+class CheckoutSettings(_Section):
+    """Scratch checkouts (verify, the accept recheck, isolated checks, bisect)."""
+
+    # Commands run first in every fresh checkout (`pip install -e .`, `npm ci`).
+    setup: list[str] = F(default_factory=list, max_length=100)
+    # Ignored paths of the main tree copied into each checkout (`.env`, generated code).
+    carry: list[str] = F(default_factory=list, max_length=1000, check=_repo_paths)
+    # Ignored paths of the main tree linked (a symlink) into each checkout instead of
+    # copied: large directories the checks only read (`node_modules`, `.venv`).
+    link: list[str] = F(default_factory=list, max_length=1000, check=_repo_paths)
+    # Glob patterns of tracked files whose content the setup depends on (the key of a
+    # cached checkout); empty: DEFAULT_INPUTS.
+    inputs: list[str] = F(default_factory=list, max_length=1000)
+    # Keep a checkout between runs and reset it to the next commit, so setup runs again only
+    # when its inputs change. Unset: reuse when there is a setup to save.
+    reuse: bool | None = None
+    timeout_seconds: float = F(default=1800, gt=0)
+
+    @property
+    def reused(self) -> bool:
+        return bool(self.setup) if self.reuse is None else self.reuse
 
 
 class RemoteSettings(_Section):
@@ -62,6 +112,7 @@ class Config(_Section):
     notify: NotifySettings = F(default_factory=NotifySettings)
     checks: CheckSettings = F(default_factory=CheckSettings)
     remote: RemoteSettings = F(default_factory=RemoteSettings)
+    checkout: CheckoutSettings = F(default_factory=CheckoutSettings)
 
 
 def _line_of(text: str, loc: tuple[object, ...]) -> int | None:

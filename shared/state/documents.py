@@ -210,6 +210,7 @@ class ReportDoc(TypedDict):
     reason: str | None
     kind: Literal["task", "review"]
     checks_skipped: bool
+    checks_where: NotRequired[str]
     role: str | None
     verdict: str | None
 
@@ -500,6 +501,35 @@ class AcceptResult(TypedDict):
     paths: list[str]
     revision: int
     warnings: list[str]
+    recheck: RecheckDoc
+
+
+class RecheckDoc(TypedDict):
+    """The accept recheck: the task's checks on HEAD + exactly its changes."""
+
+    ran: bool
+    passed: NotRequired[bool]
+    checks: list[CommandResult]
+    setup_reused: NotRequired[bool]
+
+
+class LeftOut(TypedDict):
+    """A change of the shared tree that an isolated check's checkout did not hold."""
+
+    path: str
+    whose: str
+
+
+class CheckRunResult(TypedDict):
+    """`worker check`: the task's checks as `worker done` runs them, nothing delivered."""
+
+    task: str
+    where: str
+    commit: str | None
+    passed: bool
+    checks: list[CommandResult]
+    left_out: list[LeftOut]
+    note: str
 
 
 class AcceptJournal(TypedDict):
@@ -569,6 +599,38 @@ class VerifyResult(TypedDict):
     tasks: list[str]
     deferred_edits: list[DeferredEdit]
     record: NotRequired[str]
+    # `coord verify --dry`: HEAD, no freeze, nothing recorded.
+    dry: NotRequired[bool]
+    # The `[checkout] setup` command that failed (nothing else ran).
+    setup: NotRequired[CommandResult]
+    # `coord verify --bisect`: the first task commit of the batch that fails.
+    bisect: NotRequired[BisectResult]
+    culprit: NotRequired[str | None]
+
+
+class BisectProbe(TypedDict):
+    """One run of a failing command during a bisect."""
+
+    commit: str
+    task: str | None
+    alone: bool
+    command: str
+    exit_code: int
+    passed: bool
+    duration_s: float
+
+
+class BisectResult(TypedDict):
+    """Which task commit of the batch first fails the commands verify saw failing."""
+
+    culprit: str | None
+    commit: str | None
+    alone: bool | None
+    base: str | None
+    commands: list[str]
+    tasks: list[str]
+    ran: list[BisectProbe]
+    note: str
 
 
 # ---- coord: sessions, signals, audits, decisions -----------------------------------------------

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from enum import StrEnum
-from typing import TYPE_CHECKING, Annotated, Any, Literal, NewType
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, NewType
 
 from hunkwise.shared.errors import UsageError
 from hunkwise.shared.state.schema import Constraint, F, Public, Record, RecordError, Tag, reader
@@ -215,6 +215,19 @@ class Handover(Strict):
 DISCLAIMED = "not:"
 
 
+class Recheck(Strict):
+    """The accept recheck of a task's revision: its checks on HEAD + exactly its changes,
+    in a scratch checkout (`commit`: the commit that was checked, landed or not)."""
+
+    passed: bool
+    at: float
+    revision: int
+    commit: str
+    checks: list[CheckResult] = F(default_factory=list)
+    # The `[checkout] setup` command that failed, when one did (no check ran then).
+    setup: CheckResult | None = None
+
+
 class Task(Strict):
     id: str
     title: str = F(max_length=MAX_TEXT)
@@ -250,6 +263,10 @@ class Task(Strict):
     wip_seq: int = 0
     # Handed over to another machine with its edits (see Handover).
     handover: Handover | None = None
+    # The newest accept recheck (coord accept --recheck).
+    recheck: Recheck | None = None
+
+    _written_when_set: ClassVar[frozenset[str]] = frozenset({"recheck"})
 
     @property
     def active(self) -> bool:
@@ -467,6 +484,15 @@ class _Report(Strict, Public["ReportDoc"], init=False):
     reason: ShortText | None = None
     kind: Literal["task", "review"] = "task"
     checks_skipped: bool = False
+    # Where the checks ran: "isolated" (HEAD + exactly the task's changes, in a scratch
+    # checkout) or "tree" (the shared tree). Absent (None) in a report of an earlier
+    # release, which ran them in the tree: read it with `where_checked`.
+    checks_where: Literal["tree", "isolated"] | None = None
+    _written_when_set: ClassVar[frozenset[str]] = frozenset({"checks_where"})
+
+    @property
+    def where_checked(self) -> str:
+        return self.checks_where or "tree"
     # An audit verdict's; null in a work report. The reader refuses neither a verdict
     # without them nor a work report with them, as it never did (see AuditVerdict).
     role: str | None = F(default=None, max_length=64)

@@ -101,6 +101,8 @@ class Record:
 
     _fields: ClassVar[tuple[_Field, ...] | None] = None
     _decl: ClassVar[tuple[tuple[str, _Spec], ...]] = ()
+    # Fields written only when they differ from their default (see _dump).
+    _written_when_set: ClassVar[frozenset[str]] = frozenset()
 
     def __init_subclass__(cls, *, init: bool = True, **kw: Any) -> None:
         super().__init_subclass__(**kw)
@@ -506,7 +508,11 @@ def _dump(v: Any, by_alias: bool) -> Any:
     if isinstance(v, Record):
         fields = _plan(type(v))
         d = v.__dict__
-        return {(f.key if by_alias else f.name): _dump(d[f.name], by_alias) for f in fields}
+        # Fields added after a record was first written are left out while they hold their
+        # default, so what an earlier release wrote is written back byte for byte.
+        later = type(v)._written_when_set
+        return {(f.key if by_alias else f.name): _dump(d[f.name], by_alias) for f in fields
+                if not (later and f.name in later and d[f.name] == f.default)}
     if isinstance(v, Enum):
         return v.value
     if isinstance(v, list | tuple):
