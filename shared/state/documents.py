@@ -267,6 +267,8 @@ class StatusTask(TaskRow):
     machine: str | None
     coordinator: str
     unreported_changes: bool
+    # Its launched agent (coordinator/launch.py's AgentStatus), or null.
+    agent: Any
 
 
 class InboxCount(TypedDict):
@@ -465,6 +467,8 @@ class RequestChangesResult(TypedDict):
 
     task: TaskDoc
     note: str
+    # The agent started again (`--relaunch`): coordinator/launch.py's LaunchResult.
+    relaunched: NotRequired[Any]
 
 
 class DeferResult(TypedDict):
@@ -617,6 +621,7 @@ class DecideResult(TypedDict):
 
     decision: DecisionDoc
     reopened: str | None
+    relaunched: NotRequired[Any]
 
 
 # ---- coord: protection and recovery ------------------------------------------------------------
@@ -785,6 +790,7 @@ class BoardTask(TaskDoc):
 
     last_status: str | None
     claim: BoardClaim | None
+    agent: Any
 
 
 class ReportHead(TypedDict):
