@@ -71,6 +71,7 @@ def _reopen_blocked(state: State, dec: Any) -> str | None:
     if task is None or task.state != TaskState.REPORTED or task.last_status != "blocked":
         return None
     task.state = TaskState.CHANGES_REQUESTED
+    task.claim = None  # its blocked report ended it, as request-changes ends one
     task.notes.append(Note(at=store.now(), by="supervisor", kind="decision",
                            text=f"{dec.id}: {dec.question} -> {dec.answer}"))
     task.updated_at = store.now()

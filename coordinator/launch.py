@@ -39,6 +39,7 @@ STARTABLE = (TaskState.ASSIGNED, TaskState.CHANGES_REQUESTED)
 TMUX_SESSION = "hunkwise"
 LOG_TAIL_LINES = 12
 STOP_GRACE_S = 5.0
+RELAUNCH_GRACE_S = float(os.environ.get("HUNKWISE_RELAUNCH_GRACE", "10"))
 
 
 @dataclass(frozen=True)
@@ -449,17 +450,26 @@ def _claim(ctx: Ctx, task_id: str, session: str) -> dict[str, Any]:
     return dict(doc)
 
 
-def _release(ctx: Ctx, task_id: str, session: str, was: TaskState, handoff: Any) -> None:
-    """Undo a claim this launch took (its process never started or was ended)."""
+def _release(ctx: Ctx, before: Task, session: str, handoff: Any) -> None:
+    """Undo a claim this launch took (its process never started or was ended): the task
+    as it was before (`before`), so a later start takes it as the first one would."""
     with store.transaction(ctx.lay) as state:
-        task = state.tasks.get(task_id)
+        task = state.tasks.get(before.id)
         if task is None or task.claim is None or task.claim.session != session:
             return
-        task.state = was
-        task.claim = None
-        task.updated_at = store.now()
-        if handoff is not None and f"handoff|{task_id}" not in state.checkpoints:
-            state.checkpoints[f"handoff|{task_id}"] = handoff
+        for field in ("state", "claim", "session", "inherited", "reserved_for", "updated_at"):
+            setattr(task, field, getattr(before, field))
+        state.sessions.pop(session, None)
+        if handoff is not None and f"handoff|{before.id}" not in state.checkpoints:
+            state.checkpoints[f"handoff|{before.id}"] = handoff
+
+
+def _record(ctx: Ctx, task_id: str, session: str, rec: Launch) -> None:
+    with store.transaction(ctx.lay) as st:
+        t = get_task(st, task_id)
+        if t.claim is None or t.claim.session != session:
+            raise StateRefused(f"{task_id}'s claim changed hands while its agent started")
+        t.launch = rec
 
 
 def _launch_one(ctx: Ctx, p: _Plan, agent: str, in_tmux: bool, note: str | None,
@@ -499,17 +509,15 @@ def _launch_one(ctx: Ctx, p: _Plan, agent: str, in_tmux: bool, note: str | None,
                      started=store.now(), log=str(log), prompt_file=str(prompt_file),
                      tmux=target, command=[a if len(a) < 200 else a[:60] + "..." for a in argv],
                      seq=seq)
-        with store.transaction(ctx.lay) as st:
-            t = get_task(st, p.task_id)
-            if t.claim is None or t.claim.session != session:
-                raise StateRefused(f"{p.task_id}'s claim changed hands while its agent started")
-            t.launch = rec
+        _record(ctx, p.task_id, session, rec)
     except BaseException:
         # No claimed task without a process, and no process without its claim.
-        if pid is not None:
-            _end_group(pid, grace=1.0)
-        if claimed:
-            _release(ctx, p.task_id, session, p.was, handoff)
+        try:
+            if pid is not None:
+                _end_group(pid, grace=1.0)
+        finally:
+            if claimed:
+                _release(ctx, task, session, handoff)
         raise
     return {"task": p.task_id, "session": session, "agent": agent, "pid": pid,
             "log": str(log), "prompt_file": str(prompt_file), "tmux": target,
@@ -559,6 +567,11 @@ def relaunch(ctx: Ctx, task_id: str, note: str, *, why: str = "changes requested
         raise StateRefused(f"{task_id} was never launched, so there is no agent to start "
                            f"again; coord launch {task_id} --agent NAME")
     if rec is not None:
+        # An agent that just reported may still be finishing its `worker done`: give it
+        # time to exit on its own before its group is ended (an interactive one never does).
+        deadline = time.monotonic() + RELAUNCH_GRACE_S
+        while time.monotonic() < deadline and alive(rec):
+            time.sleep(0.05)
         _end_group(rec.pid, rec)
         if rec.tmux:
             _tmux("kill-window", "-t", rec.tmux)

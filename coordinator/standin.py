@@ -8,7 +8,7 @@ done`, `worker blocked`, exiting without a report, or hanging until it is stoppe
 
 The script is a JSON file named by `$HUNKWISE_STANDIN_SCRIPT`: per task id,
 `{"edits": [EDIT...], "end": "done"|"blocked"|"exit"|"hang", "summary": S, "reason": R,
-"on_changes": {...}}`, where an EDIT is `{"path": P, "find": OLD, "replace": NEW}`,
+"ask": QUESTION, "on_changes": {...}}`, where an EDIT is `{"path": P, "find": OLD, "replace": NEW}`,
 `{"path": P, "append": TEXT}` or `{"path": P, "write": TEXT}`, and `on_changes` is the
 script to follow instead when the prompt opens with changes requested.
 """
@@ -89,6 +89,9 @@ def main(argv: list[str]) -> int:
     if end == "exit":
         say("exiting without a report (as scripted)")
         return 0
+    if "ask" in script:
+        asked = _run(["worker", "ask", task, "--question", script["ask"], "--kind", "scope"])
+        say(f"asked the supervisor: {script['ask']} ({asked.stdout.strip() or asked.stderr.strip()})")
     if end == "blocked":
         got = _run(["worker", "blocked", task, "--reason", script.get("reason", "blocked")])
     else:
