@@ -228,7 +228,7 @@ def log_tail(path: str, lines: int = LOG_TAIL_LINES) -> str:
     from hunkwise.shared.output import printable
 
     text = data.decode("utf-8", "replace").replace("\r", "")
-    return printable("\n".join(text.rstrip("\n").split("\n")[-lines:]))
+    return "\n".join(printable(line) for line in text.rstrip("\n").split("\n")[-lines:])
 
 
 def status_of(task: Task) -> AgentStatus | None:
@@ -275,12 +275,13 @@ def _bin_dir() -> str:
     return str(Path(sys.executable).parent)
 
 
-def _agent_env(session: str, task_id: str, log: Path) -> dict[str, str]:
+def _agent_env(session: str, task_id: str, log: Path, seq: int) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if k not in ("COORD_SESSION", "COORD_TASK", "HUNKWISE_COORDINATOR")}
     env["COORD_SESSION"] = session
     env["COORD_TASK"] = task_id
     env["HUNKWISE_LAUNCH_LOG"] = str(log)
+    env["HUNKWISE_LAUNCH_SEQ"] = str(seq)
     path = env.get("PATH", os.defpath)
     if _bin_dir() not in path.split(os.pathsep):
         env["PATH"] = _bin_dir() + os.pathsep + path
@@ -309,10 +310,12 @@ def _tmux(*args: str) -> subprocess.CompletedProcess[str]:
 def _start_tmux(ctx: Ctx, task_id: str, argv: list[str], env: dict[str, str],
                 log: Path) -> tuple[int, str]:
     """A window running the agent; its output also goes to `log`. (pane pid, target)."""
-    keep = {k: env[k] for k in ("COORD_SESSION", "COORD_TASK", "HUNKWISE_LAUNCH_LOG", "PATH",
+    keep = {k: env[k] for k in ("COORD_SESSION", "COORD_TASK", "HUNKWISE_LAUNCH_LOG",
+                                "HUNKWISE_LAUNCH_SEQ", "HUNKWISE_STANDIN_SCRIPT", "PATH",
                                 "HOME", "COORD_DIR", "HUNKWISE_MACHINE") if k in env}
     # `exec env`: the pane's process is the agent itself, so its pid is the agent's.
-    line = "exec " + shlex.join(["env", *(f"{k}={v}" for k, v in keep.items()), *argv])
+    line = "exec " + shlex.join(["env", "-u", "HUNKWISE_COORDINATOR",
+                                 *(f"{k}={v}" for k, v in keep.items()), *argv])
     fmt = "#{pane_pid} #{session_name}:#{window_id}"
     has = _tmux("has-session", "-t", f"={TMUX_SESSION}")
     if has.returncode == 0:
@@ -498,7 +501,7 @@ def _launch_one(ctx: Ctx, p: _Plan, agent: str, in_tmux: bool, note: str | None,
         argv = _fill(p.argv_template, {"prompt": text, "prompt_file": str(prompt_file),
                                        "task": p.task_id, "session": session,
                                        "repo": str(ctx.repo), "python": sys.executable})
-        env = _agent_env(session, p.task_id, log)
+        env = _agent_env(session, p.task_id, log, seq)
         target = None
         if in_tmux:
             log.touch()
@@ -546,10 +549,8 @@ def stop(ctx: Ctx, task_id: str, note: str = "") -> StopResult:
         done = recover(ctx, task_id, note or f"stopped by coord stop ({rec.agent}, pid {rec.pid})",
                        live_ok=True)
         handoff, released = done["handoff"], True
-    with store.transaction(ctx.lay) as st:
-        t = get_task(st, task_id)
-        if t.launch is not None and t.launch.pid == rec.pid:
-            t.launch = None
+    # The record stays: it numbers the next launch's log, and names the agent a relaunch
+    # starts; its process is gone, so nothing is flagged for it.
     return {"task": task_id, "pid": rec.pid, "stopped": stopped, "released": released,
             "handoff": handoff}
 

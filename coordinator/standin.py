@@ -8,7 +8,8 @@ done`, `worker blocked`, exiting without a report, or hanging until it is stoppe
 
 The script is a JSON file named by `$HUNKWISE_STANDIN_SCRIPT`: per task id,
 `{"edits": [EDIT...], "end": "done"|"blocked"|"exit"|"hang", "summary": S, "reason": R,
-"ask": QUESTION, "on_changes": {...}}`, where an EDIT is `{"path": P, "find": OLD, "replace": NEW}`,
+"ask": QUESTION, "on_changes": {...}}` (or a list of them: one per launch of the task,
+`$HUNKWISE_LAUNCH_SEQ`), where an EDIT is `{"path": P, "find": OLD, "replace": NEW}`,
 `{"path": P, "append": TEXT}` or `{"path": P, "write": TEXT}`, and `on_changes` is the
 script to follow instead when the prompt opens with changes requested.
 """
@@ -71,7 +72,10 @@ def main(argv: list[str]) -> int:
     say(f"read my prompt ({len(prompt.splitlines())} lines): {prompt.splitlines()[0]}")
     script_path = os.environ.get("HUNKWISE_STANDIN_SCRIPT")
     scripts = json.loads(Path(script_path).read_text()) if script_path else {}
-    script: dict[str, Any] = scripts.get(task, {})
+    script: Any = scripts.get(task, {})
+    if isinstance(script, list):  # one script per launch of the task, the last repeated
+        seq = int(os.environ.get("HUNKWISE_LAUNCH_SEQ", "1") or 1)
+        script = script[min(seq, len(script)) - 1] if script else {}
     if prompt.startswith(("CHANGES REQUESTED", "DECISION ANSWERED")) and "on_changes" in script:
         say(f"sent back ({prompt.splitlines()[0]}): following the note")
         script = script["on_changes"]

@@ -180,7 +180,8 @@ def test_stop_ends_the_agents_process_group_and_releases_the_claim_with_a_handof
     assert r.doc["stopped"] is True and r.doc["released"] is True
     assert _gone(got["pid"]) and _gone(child)
     t = _task(repo)
-    assert t.state == "assigned" and t.claim is None and t.launch is None
+    assert t.state == "assigned" and t.claim is None
+    assert t.launch is not None and coord(repo, "status").doc["tasks"][0]["agent"]["problem"] is None
     assert r.doc["handoff"]["files"] == ["app.txt"]
     # Another session takes it up where it stopped.
     start = worker(repo, "start", "T1").doc
