@@ -401,3 +401,22 @@ def test_the_launch_command_contract_as_a_process(make_repo, coord, tmp_path, mo
     assert os.getpgid(pid) == pid  # its own process group
     assert coord(repo, "stop", "T1", process=True).code == 0
     wait_until(lambda: _gone(pid), 30, "the stop")
+
+
+@pytest.mark.slow
+def test_the_demo_runs_the_whole_loop_with_launched_agents(tmp_path) -> None:
+    """`make demo`: launched stand-ins, an exited agent flagged, a relaunch, exact commits,
+    the freeze/verify proof; its temporary repository removed at the end."""
+    import sys
+
+    from testing.env import ROOT
+
+    env = {k: v for k, v in os.environ.items() if k != "HUNKWISE_NO_TMUX"}
+    env["TMPDIR"] = str(tmp_path)
+    r = subprocess.run([sys.executable, str(ROOT / "demo" / "demo.py")], capture_output=True,
+                       text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    out = r.stdout
+    assert "agent exited without a report" in out and "the guard refused" in out
+    assert "What this run proved" in out and "verify ok" in out
+    assert list(tmp_path.glob("hunkwise-demo-*")) == []
