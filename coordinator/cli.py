@@ -750,6 +750,17 @@ def thaw(as_json: bool, repo: str | None) -> None:
          + (f"; startable again: {', '.join(d['reopened'])}" if d["reopened"] else ""))
 
 
+@cli.command()
+@common
+def mcp(as_json: bool, repo: str | None) -> None:
+    """Serve the coordinator's reading commands over MCP on stdio (the mcp extra)."""
+    from hunkwise.coordinator import mcpserver
+
+    ctx = _ctx(repo)
+    mcpserver.server_class()  # exit 2 before anything when the SDK is missing
+    mcpserver.serve(ctx.repo)
+
+
 cli.add_command(sync_command())
 
 
