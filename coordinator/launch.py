@@ -493,8 +493,10 @@ def _launch_one(ctx: Ctx, p: _Plan, agent: str, in_tmux: bool, note: str | None,
     pid: int | None = None
     claimed = False
     try:
-        brief = _claim(ctx, p.task_id, session)
+        # Set first: an interrupt while `worker start` runs may land after its claim. The
+        # release undoes only a claim of this very session, so a refused start loses nothing.
         claimed = True
+        brief = _claim(ctx, p.task_id, session)
         text = prompt_text(brief["task"], session, note=note, notes=brief.get("notes") or [],
                            skill=str(skills.skill_file()), why=why)
         store.atomic_write(prompt_file, text.encode())

@@ -251,7 +251,7 @@ def test_a_task_that_cannot_start_is_refused_before_anything_runs(make_repo, coo
     assert _task(repo).launch is None
 
 
-@pytest.mark.parametrize("where", ["starting", "recording"])
+@pytest.mark.parametrize("where", ["claiming", "starting", "recording"])
 def test_a_launch_interrupted_midway_leaves_no_claim_without_a_process(
         make_repo, coord, tmp_path, monkeypatch, where: str) -> None:
     repo = _repo(make_repo, coord)
@@ -269,9 +269,17 @@ def test_a_launch_interrupted_midway_leaves_no_claim_without_a_process(
     def record(*a: Any) -> None:
         raise KeyboardInterrupt
 
+    real_claim = launch._claim
+
+    def claim(*a: Any) -> Any:
+        real_claim(*a)  # the claim is taken, then the interrupt lands
+        raise KeyboardInterrupt
+
     monkeypatch.setattr(launch, "_start_background", start)
     if where == "recording":
         monkeypatch.setattr(launch, "_record", record)
+    if where == "claiming":
+        monkeypatch.setattr(launch, "_claim", claim)
     with pytest.raises(KeyboardInterrupt):
         launch.launch(open_repo(str(repo)), ["T1"], agent="demo")
     t = _task(repo)
