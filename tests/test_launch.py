@@ -396,6 +396,8 @@ def test_in_tmux_the_agent_runs_in_a_window_that_attach_opens(
         assert _gone(got["pid"])
     finally:
         subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True)
+        tmp = Path(os.environ.get("TMUX_TMPDIR", "/tmp")) / f"tmux-{os.getuid()}" / socket
+        tmp.unlink(missing_ok=True)
 
 
 def test_the_launch_command_contract_as_a_process(make_repo, coord, tmp_path, monkeypatch) -> None:
