@@ -95,6 +95,7 @@ def board_state(ctx: Ctx, *, lost: list[LostWork] | None = None,
                 now: float | None = None) -> BoardState:
     """Everything the page shows, as JSON (also served at `state.json`)."""
     from hunkwise import inbox
+    from hunkwise.coordinator.launch import status_of
     from hunkwise.coordinator.notify import for_coordinator, last_verification
     from hunkwise.coordinator.tasks import is_stale
     from hunkwise.coordinator.watch import recent_events
@@ -108,7 +109,9 @@ def board_state(ctx: Ctx, *, lost: list[LostWork] | None = None,
         c = t.claim
         tasks.append({**t.public(), "last_status": t.last_status, "claim": None if c is None else {
             "session": c.session, "opened": iso(c.opened), "heartbeat_age_s": round(now - c.heartbeat),
-            "ttl": c.ttl, "stale": is_stale(t, now)}})
+            "ttl": c.ttl, "stale": is_stale(t, now)},
+            # its launched agent (coordinator/launch.py), or None
+            "agent": status_of(t) if t.launch is not None else None})
     pending, _odd = inbox.entries(ctx.lay.inbox, "new")
     queue: list[QueueRow] = []
     for ent in pending[:MAX_INBOX_READ]:

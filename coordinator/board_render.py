@@ -63,6 +63,17 @@ def _badges(t: BoardTask, batch: int, asked: set[str]) -> str:
     return (" " + " ".join(out)) if out else ""
 
 
+def _agent_cell(t: BoardTask) -> str:
+    """A launched agent: running, or exited without a report with its log's tail."""
+    a = t.get("agent")
+    if not a:
+        return ""
+    if a["problem"]:
+        return (f'<br><b class="stale-mark">{e(a["problem"])}</b> ({e(a["agent"])}, pid '
+                f'{e(a["pid"])})<pre class="log-tail">{e(a["log_tail"])}</pre>')
+    return f'<br><span class="live">agent {e(a["agent"])}: {e(a["state"])}</span>'
+
+
 def render(doc: BoardState, csrf: str) -> str:
     """The board's HTML (without the page around it). Cells are escaped by `e` alone."""
     out: list[str] = []
@@ -70,6 +81,7 @@ def render(doc: BoardState, csrf: str) -> str:
     v = doc["verify"]
     waiting = len(doc["decisions"])
     stale = sum(1 for t in doc["tasks"] if t["claim"] and t["claim"]["stale"])
+    exited = sum(1 for t in doc["tasks"] if (t.get("agent") or {}).get("problem"))
     def pill(alert: bool, n: int, one: str, many: str) -> str:
         return (f'<li class="pill{" alert" if alert else ""}"><b>{e(n)}</b> '
                 f'{e(one if n == 1 else many)}</li>')
@@ -77,6 +89,8 @@ def render(doc: BoardState, csrf: str) -> str:
     out.append('<section class="summary"><h2>At a glance</h2><ul>'
                + pill(bool(waiting), waiting, "decision waiting", "decisions waiting")
                + pill(bool(stale), stale, "stale claim", "stale claims")
+               + (pill(True, exited, "agent exited without a report",
+                       "agents exited without a report") if exited else "")
                + pill(False, doc["inbox"]["pending"], "report in the inbox", "reports in the inbox")
                + pill(bool(doc["lost"]), len(doc["lost"]), "task with lost work", "tasks with lost work")
                + pill(False, doc["interventions"], "intervention this batch",
@@ -127,11 +141,12 @@ def render(doc: BoardState, csrf: str) -> str:
                 f'{e(_age(c["heartbeat_age_s"]))} ago'
                 + (' · <b class="stale-mark">STALE</b>' if c["stale"] else "")
                 + (f'<br>{e(c["session"])}' if c["session"] != t["session"] else "") + "</span>")
+            claim += _agent_cell(t)
             rows.append([f'<b>{e(t["id"])}</b>', e(t["title"]) + _badges(t, doc["batch"], asked),
                          "<br>".join(f"<code>{e(g)}</code>" for g in t["grants"]),
                          f'<span class="sess">{e(t["session"] or t["reserved_for"] or "-")}</span>',
                          claim])
-            tint = " stale-row" if c and c["stale"] else ""
+            tint = " stale-row" if (c and c["stale"]) or (t.get("agent") or {}).get("problem") else ""
             attrs.append(f' data-task="{e(t["id"])}" data-state="{e(st)}" class="state-{e(st)}{tint}"')
         parts.append(f'<h3 class="state state-{e(st)}">{e(LABELS.get(st, st))} '
                      f'<span class="count">{len(by_state[st])}</span></h3>'

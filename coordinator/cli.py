@@ -24,6 +24,7 @@ if TYPE_CHECKING:
         RecoverResult,
         ReportDoc,
         StatusResult,
+        StatusTask,
         Validation,
         VerifyResult,
     )
@@ -114,11 +115,29 @@ def status(everything: bool, brief: bool, send: bool, as_json: bool, repo: str |
     shown = tasks.status(_ctx(repo), everything=everything)
 
     def human(d: StatusResult) -> str:
-        rows = [(t["id"], t["state"], t["batch"], t["session"],
-                 "stale" if t["stale"] else ("" if t["claim_age_s"] is None else f"{t['claim_age_s']:.0f}s"),
+        def claim(t: StatusTask) -> str:
+            if t["stale"]:
+                return "stale"
+            if t["claim_age_s"] is None:
+                return ""
+            return "reported" if t["state"] == "reported" else f"{t['claim_age_s']:.0f}s"
+
+        def agent(t: StatusTask) -> str:
+            a = t.get("agent")
+            if not a:
+                return ""
+            return f"{a['agent']} " + ("EXITED" if a["problem"] else a["state"])
+
+        rows = [(t["id"], t["state"], t["batch"], t["session"], claim(t), agent(t),
                  ", ".join(t["grants"])) for t in d["tasks"]]
-        out = [table(rows, ("task", "state", "batch", "session", "claim", "grants")) if rows
-               else "no tasks"]
+        out = [table(rows, ("task", "state", "batch", "session", "claim", "agent", "grants"))
+               if rows else "no tasks"]
+        for t in d["tasks"]:
+            a = t.get("agent")
+            if a and a["problem"]:
+                out.append(f"{t['id']}: {a['problem']} ({a['agent']}, pid {a['pid']}); "
+                           f"coord stop {t['id']} releases the claim; log {a['log']}:")
+                out += [f"    {line}" for line in a["log_tail"].split("\n") if line]
         if d.get("hidden_tasks"):
             out.append(f"({d['hidden_tasks']} finished task(s) of earlier batches: coord status --all)")
         fz = d["freeze"]
@@ -344,13 +363,19 @@ def accept(task_id: str, message: str | None, recheck: bool | None, as_json: boo
 @cli.command(name="request-changes")
 @click.argument("task_id")
 @click.option("--note", required=True, help="What to change; the worker sees it at start.")
+@click.option("--relaunch/--no-relaunch", default=None,
+              help="Start the task's launched agent again, the note first in its prompt "
+                   "([launch] relaunch).")
 @common
-def request_changes(task_id: str, note: str, as_json: bool, repo: str | None) -> None:
-    """Send the task back to its worker with a note."""
+def request_changes(task_id: str, note: str, relaunch: bool | None, as_json: bool,
+                    repo: str | None) -> None:
+    """Send the task back to its worker with a note (a CHANGES_REQUESTED signal)."""
     from hunkwise.coordinator import outcomes
 
-    doc = outcomes.request_changes(_ctx(repo), task_id, note)
-    emit(doc, as_json, lambda d: f"{task_id}: changes requested")
+    doc = outcomes.request_changes(_ctx(repo), task_id, note, relaunch=relaunch)
+    emit(doc, as_json, lambda d: f"{task_id}: changes requested" + "".join(
+        f"; relaunched {a['agent']} (pid {a['pid']})"
+        for a in (d.get("relaunched") or {"launched": []})["launched"]))
 
 
 @cli.command()
@@ -466,15 +491,21 @@ def decisions(include_answered: bool, as_json: bool, repo: str | None) -> None:
 @cli.command()
 @click.argument("decision_id")
 @click.option("--answer", required=True, help="The supervisor's answer.")
+@click.option("--relaunch/--no-relaunch", default=None,
+              help="A task blocked on it: start its launched agent again with the answer "
+                   "([launch] relaunch).")
 @common
-def decide(decision_id: str, answer: str, as_json: bool, repo: str | None) -> None:
+def decide(decision_id: str, answer: str, relaunch: bool | None, as_json: bool,
+           repo: str | None) -> None:
     """Answer a decision; the asking worker sees it in worker signals."""
     from hunkwise.coordinator import decisions
 
-    doc = decisions.decide(_ctx(repo), decision_id, answer)
+    doc = decisions.decide(_ctx(repo), decision_id, answer, relaunch=relaunch)
     emit(doc, as_json, lambda d: f"{decision_id}: answered" + (
         f"; {d['reopened']} was blocked on it and can start again (worker start "
-        f"{d['reopened']})" if d.get("reopened") else ""))
+        f"{d['reopened']})" if d.get("reopened") else "") + "".join(
+        f"; relaunched {a['agent']} on {a['task']} (pid {a['pid']})"
+        for a in (d.get("relaunched") or {"launched": []})["launched"]))
 
 
 @cli.command(name="index")
@@ -489,6 +520,59 @@ def index_cmd(output: str | None, everything: bool, as_json: bool, repo: str | N
 
     doc = sessions.index(_ctx(repo), output, everything=everything)
     emit(doc, as_json, lambda d: d["markdown"])
+
+
+# ---- launched agents ----------------------------------------------------------------------
+
+@cli.command()
+@click.argument("task_ids", nargs=-1, required=True, metavar="ID...")
+@click.option("--agent", required=True, metavar="claude|codex|demo|NAME",
+              help="A built-in profile or an [agents.NAME] of coord.toml.")
+@click.option("--tmux/--no-tmux", default=None,
+              help="In a tmux window (default when tmux is on PATH) or a background process.")
+@common
+def launch(task_ids: tuple[str, ...], agent: str, tmux: bool | None, as_json: bool,
+           repo: str | None) -> None:
+    """Start one detached agent per task, the task claimed for a new session."""
+    from hunkwise.coordinator import launch as core
+
+    doc = core.launch(_ctx(repo), list(task_ids), agent=agent, tmux=tmux)
+    emit(doc, as_json, lambda d: "\n".join(
+        f"{a['task']}: {a['agent']} started as {a['session']} (pid {a['pid']}"
+        + (f", tmux {a['tmux']}: coord attach {a['task']}" if a["tmux"] else f", log {a['log']}")
+        + ")" for a in d["launched"]))
+
+
+@cli.command()
+@click.argument("task_id")
+@click.option("--note", default="", help="Added to the retroactive handoff.")
+@common
+def stop(task_id: str, note: str, as_json: bool, repo: str | None) -> None:
+    """End a launched agent's process group and release its claim with a handoff."""
+    from hunkwise.coordinator import launch as core
+
+    doc = core.stop(_ctx(repo), task_id, note)
+    emit(doc, as_json, lambda d: f"{task_id}: "
+         + ("agent stopped" if d["stopped"] else "agent had exited already")
+         + ("; claim released with a retroactive handoff (coord launch or worker start "
+            f"{task_id} resumes it)" if d["released"] else ""))
+
+
+@cli.command()
+@click.argument("task_id")
+@common
+def attach(task_id: str, as_json: bool, repo: str | None) -> None:
+    """Open the tmux window of a task's launched agent (--json: print the command)."""
+    import os
+
+    from hunkwise.coordinator import launch as core
+
+    argv = core.attach_argv(_ctx(repo), task_id)
+    if as_json:
+        emit({"task": task_id, "command": argv}, True, str)
+        return
+    env = {k: v for k, v in os.environ.items() if k != "TMUX"}  # from inside tmux too
+    os.execvpe(argv[0], argv, env)
 
 
 # ---- protection and recovery ---------------------------------------------------------------
@@ -686,6 +770,17 @@ def thaw(as_json: bool, repo: str | None) -> None:
     doc = core.thaw(_ctx(repo))
     emit(doc, as_json, lambda d: (f"thawed: batch {d['batch']} open" if d["thawed"] else "not frozen")
          + (f"; startable again: {', '.join(d['reopened'])}" if d["reopened"] else ""))
+
+
+@cli.command()
+@common
+def mcp(as_json: bool, repo: str | None) -> None:
+    """Serve the coordinator's reading commands over MCP on stdio (the mcp extra)."""
+    from hunkwise.coordinator import mcpserver
+
+    ctx = _ctx(repo)
+    mcpserver.server_class()  # exit 2 before anything when the SDK is missing
+    mcpserver.serve(ctx.repo)
 
 
 cli.add_command(sync_command())

@@ -27,7 +27,22 @@ def decisions(ctx: Ctx, *, include_answered: bool) -> DecisionsResult:
     return {"decisions": rows, "interventions": state.interventions.get(str(state.batch), 0)}
 
 
-def decide(ctx: Ctx, dec_id: str, answer: str) -> DecideResult:
+def decide(ctx: Ctx, dec_id: str, answer: str, *, relaunch: bool | None = None) -> DecideResult:
+    """Answer; a task blocked on the decision can start again, and with `relaunch`
+    (default `[launch] relaunch`) its launched agent starts again with the answer first."""
+    from hunkwise.coordinator import launch
+
+    doc = _decide(ctx, dec_id, answer)
+    task_id = doc["reopened"]
+    if task_id is not None and launch.wants_relaunch(ctx, relaunch):
+        task = store.load(ctx.lay).tasks.get(task_id)
+        if task is not None and task.launch is not None:
+            doc["relaunched"] = launch.relaunch(ctx, task_id, f"{dec_id}: {answer}",
+                                                why="decision answered")
+    return doc
+
+
+def _decide(ctx: Ctx, dec_id: str, answer: str) -> DecideResult:
     if not answer.strip():
         raise UsageError("--answer must say something")
     with store.transaction(ctx.lay) as state:
@@ -56,6 +71,7 @@ def _reopen_blocked(state: State, dec: Any) -> str | None:
     if task is None or task.state != TaskState.REPORTED or task.last_status != "blocked":
         return None
     task.state = TaskState.CHANGES_REQUESTED
+    task.claim = None  # its blocked report ended it, as request-changes ends one
     task.notes.append(Note(at=store.now(), by="supervisor", kind="decision",
                            text=f"{dec.id}: {dec.question} -> {dec.answer}"))
     task.updated_at = store.now()

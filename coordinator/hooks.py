@@ -120,6 +120,8 @@ def install_hooks(ctx: Ctx, agents: Sequence[str] = ()) -> InstallHooksResult:
         done[name] = {"hook": str(install_agent(ctx, name))}
         if name == "codex":
             done[name]["skills"] = install_codex_skills(ctx)
+    from hunkwise.coordinator import skills as shipped  # skills where each agent reads them
+    shipped.install_for(ctx, agents, done)
     if agents:
         doc["agent"] = done[agents[0]]["hook"]  # the first agent's hook file, as before
         doc["agents"] = done
@@ -140,6 +142,8 @@ def uninstall_hooks(ctx: Ctx) -> UninstallHooksResult:
             restored.append(name)
     agents = {name: uninstall_agent(ctx, name) for name in AGENTS}
     skills = uninstall_codex_skills(ctx)
+    from hunkwise.coordinator import skills as shipped  # skills where each agent reads them
+    skills += shipped.uninstall(ctx)
     return {"removed": removed, "restored": restored, "agent": agents["claude"],
             "agents": agents, "skills": skills}
 

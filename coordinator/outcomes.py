@@ -36,20 +36,41 @@ def _note(text: str, kind: str) -> Note:
     return Note(at=store.now(), by="coordinator", kind=kind, text=text)
 
 
-def request_changes(ctx: Ctx, task_id: str, note: str) -> RequestChangesResult:
+def request_changes(ctx: Ctx, task_id: str, note: str, *,
+                    relaunch: bool | None = None) -> RequestChangesResult:
+    """Send the task back with a note, and a CHANGES_REQUESTED signal to its worker's
+    session; `relaunch` (default `[launch] relaunch`) starts its launched agent again,
+    the note first in its prompt (coordinator/launch.py)."""
+    from hunkwise.coordinator import launch
+    from hunkwise.coordinator.sessions import coordinator_session
+    from hunkwise.shared.state.models import SignalType
+    from hunkwise.shared.state.signals import send
+
     n = _note(note, "changes_requested")
+    again = launch.wants_relaunch(ctx, relaunch)
     with store.transaction(ctx.lay) as state:
         task = get_task(state, task_id)
         if task.state not in (TaskState.REPORTED, TaskState.IN_PROGRESS):
             raise StateRefused(f"{task_id} is {task.state}; changes can be requested of a "
                                "reported task")
+        if relaunch and task.launch is None:
+            raise StateRefused(f"{task_id} was never launched: --relaunch has no agent to "
+                               f"start again (coord launch {task_id} --agent NAME)")
         task.state = TaskState.CHANGES_REQUESTED
         task.notes.append(n)
+        to = task.session
         task.claim = None
         task.updated_at = n.at
+        if to is not None:
+            send(state, sender=coordinator_session(), to=to, kind=SignalType.CHANGES_REQUESTED,
+                 about=task_id, payload=note)
+        launched = task.launch is not None
     for e in inbox.find_task_reports(ctx.lay.inbox, task_id):
         inbox.archive(e)
-    return {"task": task.public(), "note": note}
+    doc: RequestChangesResult = {"task": task.public(), "note": note}
+    if again and launched:
+        doc["relaunched"] = launch.relaunch(ctx, task_id, note)
+    return doc
 
 
 def defer(ctx: Ctx, task_id: str) -> DeferResult:

@@ -41,7 +41,9 @@ def coordinator_session() -> str:
     return env_session() or f"{COORDINATOR}@{machine_name()}"
 
 
-def recover(ctx: Ctx, task_id: str, note: str) -> RecoverResult:
+def recover(ctx: Ctx, task_id: str, note: str, *, live_ok: bool = False) -> RecoverResult:
+    """Free a stale claim with a retroactive handoff. `live_ok`: the claim's agent was
+    ended by `coord stop` (coordinator/launch.py), so its fresh heartbeat is no life."""
     state = store.load(ctx.lay)
     task = get_task(state, task_id)
     tv = view(ctx.repo, active_tasks(state))
@@ -59,7 +61,7 @@ def recover(ctx: Ctx, task_id: str, note: str) -> RecoverResult:
                     "released_reservation": was}
         if task.state != TaskState.IN_PROGRESS or c is None:
             raise StateRefused(f"{task_id} is {task.state} with no claim to recover")
-        if time.time() - c.heartbeat <= c.ttl:
+        if time.time() - c.heartbeat <= c.ttl and not live_ok:
             raise StateRefused(f"{task_id} is claimed by live session {c.session} "
                                f"(heartbeat {time.time() - c.heartbeat:.0f}s ago, ttl {c.ttl}s); "
                                "a live claim is never taken over")

@@ -175,7 +175,10 @@ def _grant_key(state: State) -> list[tuple[str, bool, list[str]]]:
 
 
 def is_stale(task: Task, now: float | None = None) -> bool:
-    if task.claim is None:
+    """A claim whose heartbeat is older than its TTL while its task is in progress. A
+    worker that reported was told to stop: its claim is kept only so it may amend its
+    report, and its silence is no sign of trouble (issue 26)."""
+    if task.claim is None or task.state != TaskState.IN_PROGRESS:
         return False
     return (now or time.time()) - task.claim.heartbeat > task.claim.ttl
 
@@ -231,6 +234,7 @@ def status(ctx: Ctx, *, everything: bool = False) -> StatusResult:
         old = {d["id"]: d for d in store.archived(ctx.lay, "task") if d.get("id") not in have}
         shown += [Task.model_validate(d) for d in old.values()]
     rows: list[StatusTask] = []
+    from hunkwise.coordinator.launch import status_of
     from hunkwise.shared.machines.chains import machine_of, mirror
     from hunkwise.shared.state.context import machine_name
 
@@ -245,6 +249,8 @@ def status(ctx: Ctx, *, everything: bool = False) -> StatusResult:
             # Finished but never reported: a stale claim whose changes sit in the tree.
             "unreported_changes": bool(row["stale"] and t.state == TaskState.IN_PROGRESS
                                        and tv.task_changes(t.id)),
+            # Its launched agent: running, reported, or exited without a report.
+            "agent": status_of(t) if t.launch is not None else None,
         })
     from hunkwise.coordinator.restore import lost_tasks
     from hunkwise.coordinator.watch import recent_events
@@ -283,8 +289,16 @@ def brief(ctx: Ctx, *, width: int = 100, most: int = 8) -> BriefResult:
     state = store.load(ctx.lay)
     now = time.time()
     claims: list[BriefClaim] = []
+    exited: list[str] = []
     for t in sorted(state.tasks.values(), key=lambda t: t.id):
-        if t.claim is not None:
+        if t.launch is not None:
+            from hunkwise.coordinator.launch import status_of
+
+            st = status_of(t)
+            if st is not None and st["problem"]:
+                exited.append(f"{t.id}: {st['problem']} ({st['agent']}, log {st['log']})")
+        # A reported task's claim is over for the supervisor: the report waits instead.
+        if t.claim is not None and t.state == TaskState.IN_PROGRESS:
             age = now - t.claim.heartbeat
             claims.append({"task": t.id, "session": t.claim.session, "age_s": round(age),
                            "machine": t.claim.session.rpartition("@")[2],
@@ -317,6 +331,7 @@ def brief(ctx: Ctx, *, width: int = 100, most: int = 8) -> BriefResult:
     if state.freeze is not None:
         head += f", frozen (batch {state.freeze.batch})"
     lines = [head]
+    lines += [f"agent exited {e}" for e in exited]
     for d in decisions:
         lines.append(f"decide {d['id']} [{d['kind']}] {d['task']}: {d['question']}")
     for b in blocked:

@@ -161,7 +161,9 @@ class Watcher:
         if with_lost:
             self._lost_at = now
         try:
-            self.notifier.offer(collect(self.ctx, with_lost=with_lost))
+            from hunkwise.coordinator.launch import exited_events
+
+            self.notifier.offer(collect(self.ctx, with_lost=with_lost) + exited_events(self.ctx))
         except Exception as err:  # noqa: BLE001 - the watcher outlives any one scan
             self._event("watch-error", "state", f"{type(err).__name__}: {str(err)[:200]}")
         self.deliver()

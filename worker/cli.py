@@ -328,6 +328,17 @@ def ask(task_id: str, session: str | None, question: str, kind: str, as_json: bo
     emit(doc, as_json, lambda d: f"asked {d['decision']['id']}; see worker signals for the answer")
 
 
+@cli.command()
+@common
+def mcp(as_json: bool, repo: str | None) -> None:
+    """Serve the worker's reading and reporting commands over MCP on stdio (the mcp extra)."""
+    from hunkwise.worker import mcpserver
+
+    ctx = _ctx(repo)
+    mcpserver.server_class()  # exit 2 before anything when the SDK is missing
+    mcpserver.serve(ctx.repo)
+
+
 cli.add_command(sync_command())
 
 

@@ -285,7 +285,7 @@ def _plain(lines: list[bytes]) -> list[bytes]:
     return lines
 
 
-Score = tuple[int, int, int, int, int]
+Score = tuple[int, int, int, int, int, int]
 # A line that can anchor its region holds a word: `"""`, `}` or `)` anchor nothing.
 _WORD = re.compile(rb"[A-Za-z0-9_]")
 
@@ -306,7 +306,9 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
     3. gaps no range holds left as they were (the change at a range's edge is the range's);
     4. more anchors kept in their own regions: lines that occur once in the window's old
        lines and once in its new ones (a blank line, `pass` or a closing quote anchor nothing);
-    5. more regions keeping their edge lines where they were (an insertion that can lie
+    5. more of a region's lines edited in place (a line replaced by one that differs only
+       in its middle, seven tenths of it kept);
+    6. more regions keeping their edge lines where they were (an insertion that can lie
        strictly inside one region is that region's).
     Where divisions tie on all of it and credit lines differently, those lines are a
     contest between the two tasks (or, beside a gap, a conflict)."""
@@ -338,7 +340,7 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
     def score(k: int, s: int, e: int, row: list[int], ev: Evidence | None) -> Score | None:
         r, old, share = regs[k], old_of[k], nw[s:e]
         if r.owner is None:
-            return (-row[e - s], 0, int(share == old), 0, 0)
+            return (-row[e - s], 0, int(share == old), 0, 0, 0)
         told = 0
         if ev:
             if not _consistent(_plain(old), _plain(share), r.owner, ev):
@@ -348,20 +350,22 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
         # blank line left of a deleted function keeps nothing in place.
         edges = 0
         po, ps = [_words(x) for x in old], [_words(x) for x in share]
-        if set(x for x in ps if x) & set(po):
+        kept_own = bool(set(x for x in ps if x) & set(po))
+        if kept_own:
             # Never across a boundary that splits a run of identical lines: there an edge
             # line kept could as well be the neighbour's.
             if k > 0 and ps[:1] == po[:1] and not split[k - 1]:
                 edges += 1
             if k < len(regs) - 1 and ps[-1:] == po[-1:] and not split[k]:
                 edges += 1
-        return (-row[e - s], told, 0, _anchors(old, share, unique), edges)
+        return (-row[e - s], told, 0, _anchors(old, share, unique), _in_place(old, share),
+                edges)
 
-    def solve(ev: Evidence | None, order: tuple[int, ...] = (0, 1, 2, 3, 4)
+    def solve(ev: Evidence | None, order: tuple[int, ...] = (0, 1, 2, 3, 4, 5)
               ) -> list[dict[int, tuple[Score, list[int]]]] | None:
         # best[k][c]: best score of regions 0..k-1 with boundary k-1 at cut c, and the
         # cuts before it that reach it (all of them, for ties).
-        best: list[dict[int, tuple[Score, list[int]]]] = [{0: ((0, 0, 0, 0, 0), [])}]
+        best: list[dict[int, tuple[Score, list[int]]]] = [{0: ((0, 0, 0, 0, 0, 0), [])}]
         for k in range(len(regs)):
             nxt: dict[int, tuple[Score, list[int]]] = {}
             for s_cut, (sc, _) in best[k].items():
@@ -373,9 +377,9 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
                     if got is None:
                         continue
                     got = (got[order[0]], got[order[1]], got[order[2]], got[order[3]],
-                           got[order[4]])
+                           got[order[4]], got[order[5]])
                     total = (sc[0] + got[0], sc[1] + got[1], sc[2] + got[2], sc[3] + got[3],
-                             sc[4] + got[4])
+                             sc[4] + got[4], sc[5] + got[5])
                     if e_cut not in nxt or total > nxt[e_cut][0]:
                         nxt[e_cut] = (total, [s_cut])
                     elif total == nxt[e_cut][0]:
@@ -408,7 +412,7 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
             on[k - 1].update(best[k][c][1])
     # A second opinion: the last two rules the other way round. Where it chooses other
     # cuts, the rules are not what decides, and those lines stay open.
-    other = solve(evidence if used_evidence else None, (0, 1, 2, 4, 3))
+    other = solve(evidence if used_evidence else None, (0, 1, 2, 3, 5, 4))
     if other is not None:
         path = _one_path(other, width, len(regs))
         for k in range(1, len(regs)):
@@ -480,6 +484,44 @@ def _anchors(old: list[bytes], share: list[bytes], unique: frozenset[bytes]) -> 
         return 0
     sm = difflib.SequenceMatcher(None, a, b, autojunk=False)
     return sum(size for _i, _j, size in sm.get_matching_blocks())
+
+
+def _in_place(old: list[bytes], share: list[bytes]) -> int:
+    """Lines of a region replaced, in order, by lines much like them (`_alike`)."""
+    a = [_words(x) for x in old if _strong(x)]
+    b = [_words(x) for x in share if _strong(x)]
+    sm = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    return sum(_alike_run(a[i1:i2], b[j1:j2])
+               for tag, i1, i2, j1, j2 in sm.get_opcodes() if tag == "replace")
+
+
+def _alike_run(a: list[bytes], b: list[bytes]) -> int:
+    """The most lines of `a` that lines of `b` replace in order, each much like it (an
+    LCS whose equality is `_alike`); small blocks only, larger ones count nothing."""
+    if len(a) * len(b) > 4096:
+        return 0
+    prev = [0] * (len(b) + 1)
+    for x in a:
+        cur = [0] * (len(b) + 1)
+        for j, y in enumerate(b):
+            cur[j + 1] = prev[j] + 1 if _alike(x, y) else max(prev[j + 1], cur[j])
+        prev = cur
+    return prev[-1]
+
+
+def _alike(x: bytes, y: bytes) -> bool:
+    """Is `y` line `x` edited in place: the same but for a change in the middle that keeps
+    seven tenths of the longer line?"""
+    if x == y:
+        return True
+    n = min(len(x), len(y))
+    p = 0
+    while p < n and x[p] == y[p]:
+        p += 1
+    q = 0
+    while q < n - p and x[-1 - q] == y[-1 - q]:
+        q += 1
+    return p + q >= 0.7 * max(len(x), len(y))
 
 
 def _words(line: bytes) -> bytes:

@@ -104,6 +104,35 @@ class RemoteSettings(_Section):
                              pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
+def _agent_name(name: str) -> str:
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}", name):
+        raise RecordError(f"agent name {name!r}: letters, digits, '_' and '-', at most 64")
+    return name
+
+
+class AgentSettings(_Section):
+    """`[agents.NAME]`: how `coord launch --agent NAME` starts an agent. `command` is the
+    argv; `{prompt}` in an argument is replaced by the first prompt, `{prompt_file}` by the
+    path of a file holding it, `{task}` by the task id, `{session}` by the session id.
+    `interactive_command`, when given, is used instead in a tmux window."""
+
+    command: list[str] = F(min_length=1, max_length=200)
+    interactive_command: list[str] | None = F(default=None, min_length=1, max_length=200)
+
+
+class LaunchSettings(_Section):
+    # `coord request-changes` and `coord decide` start the task's agent again by default.
+    relaunch: bool = False
+    # "auto": a tmux window when tmux is on PATH; "never": always a background process.
+    tmux: str = F(default="auto", pattern=r"^(auto|never)$")
+
+
+def _agents(v: dict[str, AgentSettings]) -> dict[str, AgentSettings]:
+    for name in v:
+        _agent_name(name)
+    return v
+
+
 class Config(_Section):
     verify: VerifySettings = F(default_factory=VerifySettings)
     ownership: OwnershipSettings = F(default_factory=OwnershipSettings)
@@ -113,6 +142,8 @@ class Config(_Section):
     checks: CheckSettings = F(default_factory=CheckSettings)
     remote: RemoteSettings = F(default_factory=RemoteSettings)
     checkout: CheckoutSettings = F(default_factory=CheckoutSettings)
+    agents: dict[str, AgentSettings] = F(default_factory=dict, check=_agents)
+    launch: LaunchSettings = F(default_factory=LaunchSettings)
 
 
 def _line_of(text: str, loc: tuple[object, ...]) -> int | None:
@@ -120,6 +151,11 @@ def _line_of(text: str, loc: tuple[object, ...]) -> int | None:
     names = [str(p) for p in loc if not isinstance(p, int)]
     if not names:
         return None
+    # A table of tables (`[agents.NAME]`): the deepest header the location names.
+    for cut in range(len(names) - 1, 1, -1):
+        found = _line_of(text, (".".join(names[:cut]), *names[cut:cut + 1]))
+        if found is not None:
+            return found
     section, key = names[0], names[1] if len(names) > 1 else None
     current = None
     for n, line in enumerate(text.split("\n"), 1):

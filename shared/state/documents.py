@@ -268,6 +268,8 @@ class StatusTask(TaskRow):
     machine: str | None
     coordinator: str
     unreported_changes: bool
+    # Its launched agent (coordinator/launch.py's AgentStatus), or null.
+    agent: Any
 
 
 class InboxCount(TypedDict):
@@ -466,6 +468,8 @@ class RequestChangesResult(TypedDict):
 
     task: TaskDoc
     note: str
+    # The agent started again (`--relaunch`): coordinator/launch.py's LaunchResult.
+    relaunched: NotRequired[Any]
 
 
 class DeferResult(TypedDict):
@@ -679,6 +683,7 @@ class DecideResult(TypedDict):
 
     decision: DecisionDoc
     reopened: str | None
+    relaunched: NotRequired[Any]
 
 
 # ---- coord: protection and recovery ------------------------------------------------------------
@@ -847,6 +852,7 @@ class BoardTask(TaskDoc):
 
     last_status: str | None
     claim: BoardClaim | None
+    agent: Any
 
 
 class ReportHead(TypedDict):

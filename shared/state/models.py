@@ -228,6 +228,24 @@ class Recheck(Strict):
     setup: CheckResult | None = None
 
 
+class Launch(Strict):
+    """The agent process `coord launch` started for a task: enough to tell whether it
+    still runs (the pid and its start time in the kernel's clock ticks, so a reused pid
+    is not taken for it), where its output goes, and its tmux window."""
+
+    agent: str = F(max_length=64)
+    session: str = F(max_length=200)
+    pid: int = F(ge=1)
+    # /proc/<pid>/stat field 22 (start time since boot, in clock ticks); None off Linux.
+    proc_start: int | None = None
+    started: float
+    log: str = F(max_length=4096)
+    prompt_file: str = F(max_length=4096)
+    tmux: str | None = F(default=None, max_length=200)
+    command: list[str] = F(default_factory=list, max_length=200)
+    seq: int = F(default=1, ge=1)
+
+
 class Task(Strict):
     id: str
     title: str = F(max_length=MAX_TEXT)
@@ -267,6 +285,10 @@ class Task(Strict):
     recheck: Recheck | None = None
 
     _written_when_set: ClassVar[frozenset[str]] = frozenset({"recheck"})
+
+
+    # The agent process `coord launch` started for it (written only when there is one).
+    launch: Launch | None = F(default=None, omit=True)
 
     @property
     def active(self) -> bool:
