@@ -70,6 +70,8 @@ def start(task_id: str | None, session: str | None, role: str | None, as_json: b
     if is_mirrored(ctx, task_id):
         _autosync(ctx)  # the claim reaches the task's coordinator now
 
+    from hunkwise.shared.hunks.places import place_text
+
     def human(d: StartResult) -> str:
         t = d["task"]
         lines = []
@@ -82,7 +84,14 @@ def start(task_id: str | None, session: str | None, role: str | None, as_json: b
         lines += [f"session: {d['session']}", f"export COORD_SESSION={d['session']}",
                   f"{t['id']}: {t['title']}", f"expect: {t['expect']}",
                   "write: " + ", ".join(t["grants"])]
+        lines += [f"  {place_text(p)}" for p in d.get("places", [])]
+        if any(p["kind"] != "glob" for p in d.get("places", [])):
+            lines.append("  (HEAD: line numbers of the grant; tree: where those lines are now. "
+                         "Inserting right after a range's last line is inside it; a point "
+                         "+N takes whole new lines right after line N)")
         lines += [f"check: {c}" for c in t["checks"]]
+        if d.get("brief"):
+            lines += ["brief:", *("  " + line for line in d["brief"].rstrip("\n").split("\n"))]
         lines += [f"note ({n['kind']} by {n['by']}): {n['text']}" for n in d["notes"]]
         lines += [f"signal {s['id']} {s['type']} from {s['from']} about {s['about']}: {s['payload']}"
                   for s in d["signals"]]

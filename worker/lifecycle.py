@@ -182,10 +182,14 @@ def start(ctx: Ctx, task_id: str, *, session: str | None, role: str) -> StartRes
         notes.insert(0, {"at": store.now(), "by": "hunkwise", "kind": "handoff",
                          "text": f"the handed-over changes from {placed[1]} were put into this "
                                  f"tree: {', '.join(placed[0]) or 'all were here already'}"})
+    from hunkwise.shared.hunks.places import tree_places
+
+    where = tree_places(ctx.repo, [task])[0][task.id]
     return {"checkpoint": shown.public() if shown else None, "task": brief, "session": sess,
             "placed": placed[0] if placed is not None else None,
             "signals": sigs, "expect": task.expect, "notes": notes,
-            "lost": {"paths": lost.paths, "restore": f"coord restore {task_id}"} if lost else None}
+            "lost": {"paths": lost.paths, "restore": f"coord restore {task_id}"} if lost else None,
+            "brief": task.brief, "places": where}
 
 
 def _arriving(ctx: Ctx, state: Any, task: Task) -> Any:

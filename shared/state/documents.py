@@ -888,6 +888,10 @@ class StartResult(TypedDict):
     expect: str
     notes: list[NoteDoc]
     lost: LostPaths | None
+    # The coordinator's brief for the worker (free text), and where each line grant
+    # stands in HEAD's and the working tree's lines.
+    brief: str
+    places: list[GrantPlace]
 
 
 class DeliveredReport(TypedDict):
@@ -1051,3 +1055,31 @@ class ErrorBody(TypedDict):
     code: int
     message: str
     details: NotRequired[str]
+
+
+class GrantLines(TypedDict):
+    """A line grant's lines in HEAD's numbering and in the working tree's (null when the
+    file is gone from the tree or changed as a whole)."""
+
+    head: list[int]
+    tree: list[int] | None
+
+
+class GrantPlace(TypedDict):
+    """Where a line grant stands now (`worker start`, `coord status`, `coord next`,
+    `coord diff`): `landmark` is a range's first line, or the line a point follows."""
+
+    grant: str
+    kind: str
+    path: str
+    symbol: str | None
+    lines: GrantLines
+    landmark: str | None
+
+
+class EditResult(TypedDict):
+    """`coord edit`: the task as it now is, what changed, the signal its worker got."""
+
+    task: TaskDoc
+    changed: list[str]
+    signal: SignalDoc | None

@@ -66,19 +66,25 @@ MISSING: Any = dataclasses.MISSING
 class _Spec:
     """A field as its class declares it: default or factory, limits, JSON name."""
 
-    __slots__ = ("default", "factory", "con", "key")
+    __slots__ = ("default", "factory", "con", "key", "omit")
 
-    def __init__(self, default: Any, factory: Any, con: Constraint | None, key: str | None) -> None:
+    def __init__(self, default: Any, factory: Any, con: Constraint | None, key: str | None,
+                 omit: bool = False) -> None:
         self.default, self.factory, self.con, self.key = default, factory, con, key
+        self.omit = omit
 
 
 def F(default: Any = MISSING, *, default_factory: Any = MISSING,
       key: str | None = None, max_length: int | None = None, min_length: int | None = None,
       ge: float | None = None, gt: float | None = None, le: float | None = None,
-      pattern: str | None = None, check: Callable[[Any], Any] | None = None) -> Any:
-    """A field with limits; `key` is its name in JSON when that differs (a keyword)."""
+      pattern: str | None = None, check: Callable[[Any], Any] | None = None,
+      omit_default: bool = False) -> Any:
+    """A field with limits; `key` is its name in JSON when that differs (a keyword).
+
+    `omit_default`: the field is not written while it holds its default, so a field added
+    later leaves every record written before it byte for byte as it was."""
     con = Constraint(max_length, min_length, ge, gt, le, pattern, check)
-    return _Spec(default, default_factory, con, key)
+    return _Spec(default, default_factory, con, key, omit_default)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,6 +95,7 @@ class _Field:
     required: bool
     default: Any
     factory: Any
+    omit: bool = False
 
 
 @dataclass_transform(kw_only_default=True, field_specifiers=(F,))
@@ -215,7 +222,7 @@ def _plan(cls: type[Record]) -> tuple[_Field, ...]:
         for name, spec in cls._decl:
             required = spec.default is MISSING and spec.factory is MISSING
             out.append(_Field(name, spec.key or name, _compile(hints[name], spec.con),
-                              required, spec.default, spec.factory))
+                              required, spec.default, spec.factory, spec.omit))
         cls._fields = tuple(out)
     return typing.cast(tuple[_Field, ...], cls._fields)
 
@@ -506,7 +513,8 @@ def _dump(v: Any, by_alias: bool) -> Any:
     if isinstance(v, Record):
         fields = _plan(type(v))
         d = v.__dict__
-        return {(f.key if by_alias else f.name): _dump(d[f.name], by_alias) for f in fields}
+        return {(f.key if by_alias else f.name): _dump(d[f.name], by_alias) for f in fields
+                if not (f.omit and d[f.name] == f.default)}
     if isinstance(v, Enum):
         return v.value
     if isinstance(v, list | tuple):
