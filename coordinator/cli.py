@@ -185,6 +185,12 @@ def status(everything: bool, brief: bool, send: bool, as_json: bool, repo: str |
                  ", ".join(t["grants"])) for t in d["tasks"]]
         out = [table(rows, ("task", "state", "batch", "session", "claim", "grants")) if rows
                else "no tasks"]
+        placed = [(t["id"], p) for t in d["tasks"] for p in t.get("places", [])]
+        if placed:
+            from hunkwise.shared.hunks.places import place_text
+
+            out.append("line grants (HEAD: as granted; tree: where those lines are now):")
+            out += [f"  {tid}  {place_text(p)}" for tid, p in placed]
         if d.get("hidden_tasks"):
             out.append(f"({d['hidden_tasks']} finished task(s) of earlier batches: coord status --all)")
         fz = d["freeze"]
@@ -296,8 +302,11 @@ def _lines(h: HunkDoc) -> str:
 
 @cli.command(name="next")
 @click.option("--diff", "with_diff", is_flag=True, help="Also print the patch accept would commit.")
+@click.option("--full", is_flag=True,
+              help="The whole review contract (expectation, every check, every hunk), not "
+                   "only what the coordinator does not already know.")
 @common
-def next_cmd(with_diff: bool, as_json: bool, repo: str | None) -> None:
+def next_cmd(with_diff: bool, full: bool, as_json: bool, repo: str | None) -> None:
     """Safe checkpoint: take the oldest pending report, validate it, print its contract."""
     from hunkwise.coordinator import review
 
@@ -314,6 +323,9 @@ def next_cmd(with_diff: bool, as_json: bool, repo: str | None) -> None:
         if d["next"] is None:
             return "inbox empty"
         n = d["next"]
+        if not full:
+            text = review.next_text(d, _findings_text(n["validation"]))
+            return text + ("\n" + d["diff"]["patch"] if d.get("diff") else "")
         audit = n.get("audit") or {}
         verdicts = ("audit: " + ", ".join(f"{r} {v}" for r, v in sorted(audit.items())) + "\n"
                     if audit else "")
@@ -343,9 +355,13 @@ def diff_cmd(task_id: str, stat: bool, from_snapshot: bool, as_json: bool, repo:
         doc = task_diff(ctx, task_id, stat=stat)
 
     def human(d: DiffResult) -> str:
+        from hunkwise.shared.hunks.places import place_text
+
+        # Before the patch, as text git apply and patch skip: where the grants stand.
+        where = "".join(f"# {place_text(p)}\n" for p in d.get("places", []))
         if not d["files"]:
-            return f"{task_id}: no changes to commit"
-        return str(d["stat"] if stat else d["patch"])
+            return f"{where}{task_id}: no changes to commit"
+        return where + str(d["stat"] if stat else d["patch"])
 
     emit(doc, as_json, human)
 

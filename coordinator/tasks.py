@@ -380,14 +380,18 @@ def status(ctx: Ctx, *, everything: bool = False) -> StatusResult:
         old = {d["id"]: d for d in store.archived(ctx.lay, "task") if d.get("id") not in have}
         shown += [Task.model_validate(d) for d in old.values()]
     rows: list[StatusTask] = []
+    from hunkwise.shared.hunks.places import places
     from hunkwise.shared.machines.chains import machine_of, mirror
     from hunkwise.shared.state.context import machine_name
 
+    where = places(ctx.repo, active_tasks(state), tv.changes, tv.snap.tree)
     mirrored, me = mirror(ctx)["tasks"], machine_name()
     for t in sorted(shown, key=lambda t: (not t.active, t.id)):
         row = task_row(t, now)
         rows.append({
             **row,
+            # Each line grant in HEAD's lines and the working tree's, with its landmark.
+            "places": where.get(t.id, []),
             # Whose claim (or last session) on which machine; which machine coordinates it.
             "machine": machine_of(t.claim.session if t.claim else t.session),
             "coordinator": mirrored.get(t.id, me),

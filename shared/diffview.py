@@ -37,7 +37,10 @@ def task_diff(ctx: Ctx, task_id: str, *, stat: bool = False) -> DiffResult:
     tv = view(ctx.repo, active_tasks(state))
     # Before any report, show what its report would claim; after, what it did claim.
     sel = select(tv, task, claims_of(task) if task.claimed or task.revision else None)
-    doc: DiffResult = {"task": task_id, "base": tv.snap.head, "files": [], "patch": ""}
+    from hunkwise.shared.hunks.places import places
+
+    doc: DiffResult = {"task": task_id, "base": tv.snap.head, "files": [], "patch": "",
+                       "places": places(ctx.repo, [task], tv.changes, tv.snap.tree)[task_id]}
     if not sel.changes:
         return doc
     plan = plan_commit(ctx, tv, task_id, sel.changes)

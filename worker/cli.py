@@ -106,6 +106,11 @@ def _report_text(d: DeliverResult) -> str:
     out = [f"delivered {d['task']['id']} r{r['revision']} [{r['status']}]: {r['changes']} file(s), "
            f"{r['hunks']} hunk(s), checks {r['checks_passed']}/{r['checks_total']}"]
     out += [f"overlap: {o['path']}: {o['note']}" for o in r["overlaps"][:10]]
+    if d.get("claimed"):
+        from hunkwise.shared.hunks.places import claimed_text
+
+        out.append("claimed (tree lines now):")
+        out += [f"  {line}" for line in claimed_text(d["claimed"])]
     out.append("stop here: the coordinator reviews at its next checkpoint")
     return "\n".join(out)
 

@@ -409,11 +409,14 @@ def _report(ctx: Ctx, task_id: str, *, status: ReportStatus, session: str | None
     recovery.kill_point("worker-recorded")
     path = delivery.land(ctx, task_id, ref, tv.snap.tree, staged)
     recovery.kill_point("worker-delivered")
+    from hunkwise.shared.hunks.places import claimed_files
+
     return {"task": task.public(), "report": {"id": report.report_id, "revision": report.revision,
             "status": status, "file": str(path), "changes": len(entries),
             "hunks": sum(len(e.hunks) for e in entries),
             "checks_passed": sum(1 for c in checks if c.passed), "checks_total": len(checks),
-            "overlaps": [o.public() for o in overlaps]}}
+            "overlaps": [o.public() for o in overlaps]},
+            "claimed": claimed_files(entries)}
 
 
 def _conflict_ids(tv: Any, task: Task) -> list[tuple[str, str]]:

@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING
 from hunkwise.shared import git
 from hunkwise.shared.hunks.diff import FileChange, split_lines
 from hunkwise.shared.hunks.ownership import map_point, map_range
-from hunkwise.shared.state.models import Grant, Task, span_text
+from hunkwise.shared.state.models import ChangeEntry, Grant, Task, span_text
 
 if TYPE_CHECKING:
-    from hunkwise.shared.state.documents import GrantPlace
+    from hunkwise.shared.state.documents import ClaimedFile, ClaimedSpan, GrantPlace
 
 LANDMARK_CHARS = 120
 
@@ -127,3 +127,46 @@ def tree_places(repo: Path, tasks: Sequence[Task]) -> tuple[dict[str, list[Grant
         return {t.id: [] for t in tasks}, snap.tree
     changes = diff.diff_trees(repo, snap.head_tree, snap.tree, paths)
     return places(repo, tasks, changes, snap.tree), snap.tree
+
+
+# ---- what a task claims, in the tree's lines -------------------------------------------------
+
+def claimed_files(changes: Sequence[FileChange] | Sequence[ChangeEntry]) -> list[ClaimedFile]:
+    """A task's changes (as attributed now, HEAD -> working tree; or a report's entries,
+    numbered the same way) per file: each hunk's lines in the tree and at HEAD, and what
+    it adds and removes."""
+    from hunkwise.shared.state.models import report_path
+
+    out: list[ClaimedFile] = []
+    for ch in changes:
+        spans: list[ClaimedSpan] = []
+        for h in ch.hunks:
+            tree = ([h.new_start, h.new_start + h.new_lines - 1] if h.new_lines
+                    else [h.new_start + 1, h.new_start])
+            head = ([h.old_start, h.old_start + h.old_lines - 1] if h.old_lines
+                    else [h.old_start + 1, h.old_start])
+            spans.append({"tree": tree, "head": head, "added": h.new_lines, "removed": h.old_lines})
+        out.append({"path": report_path(ch.path), "kind": ch.kind,
+                    "added": sum(s["added"] for s in spans),
+                    "removed": sum(s["removed"] for s in spans), "spans": spans})
+    return out
+
+
+def claimed_text(files: Sequence[ClaimedFile], most: int = 8) -> list[str]:
+    """`mod.py +5 -1: 17-20 (+4), 25 (+1 -1), after 30 (-2)` per file, in the tree's lines."""
+    lines = []
+    for f in files:
+        if not f["spans"]:
+            lines.append(f"{f['path']}: {f['kind']} (whole file)")
+            continue
+        parts = []
+        for s in f["spans"][:most]:
+            a, b = s["tree"]
+            where = f"after {b}" if b < a else span_text(a, b)
+            counts = " ".join(x for x in (f"+{s['added']}" if s["added"] else "",
+                                          f"-{s['removed']}" if s["removed"] else "") if x)
+            parts.append(f"{where} ({counts})")
+        more = f", +{len(f['spans']) - most} more" if len(f["spans"]) > most else ""
+        kind = "" if f["kind"] == "modified" else f" [{f['kind']}]"
+        lines.append(f"{f['path']}{kind} +{f['added']} -{f['removed']}: {', '.join(parts)}{more}")
+    return lines

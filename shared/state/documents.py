@@ -267,6 +267,7 @@ class StatusTask(TaskRow):
     machine: str | None
     coordinator: str
     unreported_changes: bool
+    places: list[GrantPlace]
 
 
 class InboxCount(TypedDict):
@@ -434,6 +435,29 @@ class DiffResult(TypedDict):
     from_snapshot: NotRequired[FromSnapshot]
     stat: NotRequired[str]
     tree: NotRequired[str]
+    # The task's line grants in HEAD's lines and the working tree's (from the tree only).
+    places: NotRequired[list[GrantPlace]]
+
+
+class ClaimedSpan(TypedDict):
+    """One change a task would commit: its lines in the working tree now (`tree`: first
+    and last line; an empty span for a pure removal, after the line before it) and in
+    HEAD's (`head`), and how many lines it adds and removes."""
+
+    tree: list[int]
+    head: list[int]
+    added: int
+    removed: int
+
+
+class ClaimedFile(TypedDict):
+    """A file of what a task would commit (`coord next`, `worker done`)."""
+
+    path: str
+    kind: str
+    added: int
+    removed: int
+    spans: list[ClaimedSpan]
 
 
 class NextReport(TypedDict):
@@ -443,6 +467,8 @@ class NextReport(TypedDict):
     validation: Validation
     task: TaskDoc
     audit: dict[str, str]
+    # What accept would commit, per file, in the working tree's lines now.
+    claimed: NotRequired[list[ClaimedFile]]
 
 
 class NextResult(TypedDict):
@@ -913,6 +939,8 @@ class DeliverResult(TypedDict):
 
     task: TaskDoc
     report: DeliveredReport
+    # The lines it claimed, per file, in the working tree's lines (and HEAD's).
+    claimed: NotRequired[list[ClaimedFile]]
 
 
 class HeartbeatResult(Recorded):
