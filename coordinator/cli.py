@@ -329,8 +329,11 @@ def next_cmd(with_diff: bool, full: bool, as_json: bool, repo: str | None) -> No
         audit = n.get("audit") or {}
         verdicts = ("audit: " + ", ".join(f"{r} {v}" for r, v in sorted(audit.items())) + "\n"
                     if audit else "")
-        text = (f"{_contract_text(n['report'])}\n{verdicts}{_findings_text(n['validation'])}\n"
-                f"({d['pending']} more pending)")
+        from hunkwise.shared.hunks.places import place_text
+
+        where = "".join(f"  grant {place_text(p)}\n" for p in n.get("places", []))
+        text = (f"{_contract_text(n['report'])}\n{where}{verdicts}"
+                f"{_findings_text(n['validation'])}\n({d['pending']} more pending)")
         return text + ("\n" + d["diff"]["patch"] if d.get("diff") else "")
 
     emit(doc, as_json, human)

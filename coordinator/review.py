@@ -386,6 +386,11 @@ def next_report(ctx: Ctx) -> NextResult:
                               "task": task.public(), "audit": dict(task.audit)}
         if verdict.selection is not None:
             served["claimed"] = claimed_files(verdict.selection.changes)
+        if verdict.tv is not None:
+            from hunkwise.shared.hunks.places import places
+
+            served["places"] = places(ctx.repo, [task], verdict.tv.changes,
+                                      verdict.tv.snap.tree)[task.id]
         return {"next": served, "pending": max(0, len(entries) - 1)}
 
 

@@ -469,6 +469,8 @@ class NextReport(TypedDict):
     audit: dict[str, str]
     # What accept would commit, per file, in the working tree's lines now.
     claimed: NotRequired[list[ClaimedFile]]
+    # The task's line grants in HEAD's lines and the working tree's.
+    places: NotRequired[list[GrantPlace]]
 
 
 class NextResult(TypedDict):
