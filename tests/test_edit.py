@@ -83,6 +83,9 @@ def test_edit_changes_the_task_and_signals_its_worker(coord: Cli, worker: Cli, r
                    "--brief-file", str(brief)))
     assert doc["changed"] == ["title", "brief", "checks"]
     assert doc["task"]["checks"] == ["grep -q 'yes' ok.flag"]
+    beat = ok(worker(repo, "heartbeat", "A", session=sess))
+    assert [c["type"] for c in beat["changed"]] == ["TASK_CHANGED"]
+    assert "TASK_CHANGED" in worker(repo, "heartbeat", "A", session=sess, json_out=False).stdout
     sigs = ok(worker(repo, "signals", session=sess))["signals"]
     assert [(s["type"], s["about"]) for s in sigs] == [("TASK_CHANGED", "A")]
     assert "title, brief, checks" in sigs[0]["payload"]

@@ -175,7 +175,10 @@ def heartbeat(task_id: str, session: str | None, as_json: bool, repo: str | None
     from hunkwise.worker import session as core
 
     doc = core.heartbeat(_ctx(repo), task_id, session=session)
-    emit(doc, as_json, lambda d: f"{task_id}: heartbeat at {d['heartbeat']} (ttl {d['ttl_s']}s)")
+    emit(doc, as_json, lambda d: f"{task_id}: heartbeat at {d['heartbeat']} (ttl {d['ttl_s']}s)"
+         + "".join(f"\nsignal {c['id']} TASK_CHANGED: the coordinator changed the task "
+                   f"({c['payload']}): worker start {task_id} shows it anew; worker signals "
+                   "--ack clears it" for c in d.get("changed", [])))
 
 
 @cli.command()

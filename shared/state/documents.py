@@ -952,6 +952,8 @@ class HeartbeatResult(Recorded):
     session: str
     heartbeat: str
     ttl_s: int
+    # The coordinator changed the task since the worker last looked (`coord edit`).
+    changed: NotRequired[list[SignalDoc]]
 
 
 class CheckpointResult(Recorded):
