@@ -126,3 +126,10 @@ def test_a_point_shows_where_it_stands_in_the_tree(coord: Cli, worker: Cli, repo
     assert place["landmark"] == "line 4"
     text = worker(repo, "start", "A", session=doc["session"], json_out=False).stdout
     assert "f.txt HEAD +4 · tree +5 · after: line 4" in text
+
+
+def test_coord_commit_refuses_a_file_a_task_holds_a_point_in(coord: Cli, repo: Path) -> None:
+    ok(assign(coord, repo, "A", "f.txt:+3"))
+    write(repo, "f.txt", numbered(11))
+    r = coord(repo, "commit", "f.txt", "-m", "mine")
+    assert r.code == 3 and "A" in r.doc["error"]["message"]

@@ -169,3 +169,16 @@ def test_states_written_before_symbols_read_back_byte_for_byte(coord: Cli, repo:
     assert b"symbol" not in before and b"brief" not in before
     store.save(lay, store.load(lay))
     assert lay.state_file.read_bytes() == before
+
+
+def test_coord_grant_widens_by_symbol_and_worker_start_shows_where_it_is(coord: Cli, worker: Cli,
+                                                                         repo: Path) -> None:
+    ok(assign(coord, repo, "A", "notes.txt"))
+    doc = ok(coord(repo, "grant", "A", "--write", "m.py::beta"))
+    assert doc["task"]["grants"] == ["notes.txt", "m.py::beta (19-20)"]
+    write(repo, "m.py", "# one more line on top\n" + MOD)
+    start = ok(worker(repo, "start", "A"))
+    (place,) = start["places"]
+    assert place == {"grant": "m.py::beta (19-20)", "kind": "range", "path": "m.py",
+                     "symbol": "beta", "lines": {"head": [19, 20], "tree": [20, 21]},
+                     "landmark": "def beta(y):"}

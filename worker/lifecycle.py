@@ -184,7 +184,9 @@ def start(ctx: Ctx, task_id: str, *, session: str | None, role: str) -> StartRes
                                  f"tree: {', '.join(placed[0]) or 'all were here already'}"})
     from hunkwise.shared.hunks.places import tree_places
 
-    where = tree_places(ctx.repo, [task])[0][task.id]
+    # Read where the grants stand from the baseline's snapshot when it serves, as `record`
+    # does just above; else from a new one.
+    where = tree_places(ctx.repo, [task], snap0 if placed is None else None)[task.id]
     return {"checkpoint": shown.public() if shown else None, "task": brief, "session": sess,
             "placed": placed[0] if placed is not None else None,
             "signals": sigs, "expect": task.expect, "notes": notes,

@@ -21,6 +21,7 @@ from hunkwise.shared.hunks.ownership import map_point, map_range
 from hunkwise.shared.state.models import ChangeEntry, Grant, Task, span_text
 
 if TYPE_CHECKING:
+    from hunkwise.shared.hunks.snapshot import Snapshot
     from hunkwise.shared.state.documents import ClaimedFile, ClaimedSpan, GrantPlace
 
 LANDMARK_CHARS = 120
@@ -116,17 +117,25 @@ def place_text(p: GrantPlace) -> str:
     return f"{name} HEAD {span(head)} · {now}{tail}"
 
 
-def tree_places(repo: Path, tasks: Sequence[Task]) -> tuple[dict[str, list[GrantPlace]], str]:
-    """`places` of a fresh snapshot of the working tree (for commands that hold no tree
-    view of their own); also the snapshot's tree."""
+def tree_places(repo: Path, tasks: Sequence[Task],
+                snap: Snapshot | None = None) -> dict[str, list[GrantPlace]]:
+    """`places` of the working tree, for commands that hold no tree view of their own:
+    from `snap` when the command has just read the tree, else from a new snapshot.
+
+    Never fails the command: a tree that keeps changing under the snapshot (exit 3
+    "retry" anywhere else) leaves the places out this once."""
+    from hunkwise.shared.errors import CoordError
     from hunkwise.shared.hunks import diff, snapshot
 
     paths = sorted({g.path for t in tasks for g in t.grants if g.kind != "glob"})
-    snap = snapshot.take(repo)
     if not paths:
-        return {t.id: [] for t in tasks}, snap.tree
-    changes = diff.diff_trees(repo, snap.head_tree, snap.tree, paths)
-    return places(repo, tasks, changes, snap.tree), snap.tree
+        return {t.id: [] for t in tasks}
+    try:
+        snap = snapshot.take(repo) if snap is None else snap
+        changes = diff.diff_trees(repo, snap.head_tree, snap.tree, paths)
+        return places(repo, tasks, changes, snap.tree)
+    except CoordError:
+        return {t.id: [] for t in tasks}
 
 
 # ---- what a task claims, in the tree's lines -------------------------------------------------
