@@ -17,6 +17,7 @@ if TYPE_CHECKING:
         CoordSignalsResult,
         DiffResult,
         DiscardResult,
+        EditResult,
         FreezeResult,
         HunkDoc,
         InboxResult,
@@ -61,27 +62,92 @@ def init(as_json: bool, repo: str | None) -> None:
     emit(doc, as_json, lambda d: f"state: {d['state_dir']}")
 
 
+def _brief_arg(brief: str | None, brief_file: str | None) -> str | None:
+    """`--brief-file F`, or `--brief -` (stdin) / `--brief TEXT`: the worker's brief."""
+    from hunkwise.coordinator import tasks
+    from hunkwise.shared.state.models import MAX_BRIEF
+
+    if brief is not None and brief_file is not None:
+        raise click.UsageError("give --brief or --brief-file, not both")
+    if brief_file is not None:
+        return tasks.read_brief(brief_file)
+    if brief == "-":
+        return tasks.read_brief("-", sys.stdin.buffer.read(MAX_BRIEF + 1))
+    if brief is not None:
+        return tasks.read_brief(None, brief.encode("utf-8", "surrogateescape"))
+    return None
+
+
+def _checks_arg(checks: tuple[str, ...], check_file: str | None) -> list[str]:
+    from hunkwise.coordinator import tasks
+
+    return list(checks) + (tasks.read_checks(check_file) if check_file else [])
+
+
 @cli.command()
 @click.argument("task_id", required=False)
 @click.option("--title", required=True, help="What the task is, in a line.")
 @click.option("--expect", required=True, help="The user-visible result expected.")
 @click.option("--write", "writes", multiple=True, metavar="GRANT",
-              help="GLOB (gitignore-style, from the root) or PATH:START-END. Repeatable.")
+              help="GLOB (gitignore-style, from the root), PATH:START-END, PATH:N, PATH::NAME "
+                   "(a Python symbol), PATH::NAME+ or PATH:+N (a shared insertion point). "
+                   "Repeatable.")
 @click.option("--check", "checks", multiple=True, metavar="CMD", help="Targeted check. Repeatable.")
+@click.option("--check-file", default=None, metavar="F",
+              help="Checks from a file: one command a line, # comments and blank lines skipped.")
+@click.option("--brief-file", default=None, metavar="F",
+              help="Free text for the worker (shown at worker start, never by coord next).")
+@click.option("--brief", default=None, metavar="TEXT",
+              help="The brief as text; '-' reads it from stdin.")
 @click.option("--exclusive", is_flag=True, help="Exclude every other grant on the matched files.")
 @common
 def assign(task_id: str | None, title: str, expect: str, writes: tuple[str, ...],
-           checks: tuple[str, ...], exclusive: bool, as_json: bool, repo: str | None) -> None:
+           checks: tuple[str, ...], check_file: str | None, brief_file: str | None,
+           brief: str | None, exclusive: bool, as_json: bool, repo: str | None) -> None:
     """Create a task with write grants; refuse (3) on any ownership conflict."""
     from hunkwise.coordinator import tasks
 
     doc = tasks.assign(_ctx(repo), task_id=task_id, title=title, expect=expect,
-                       writes=list(writes), checks=list(checks), exclusive=exclusive)
+                       writes=list(writes), checks=_checks_arg(checks, check_file),
+                       exclusive=exclusive, brief=_brief_arg(brief, brief_file) or "")
 
     def human(d: AssignResult) -> str:
         t = d["task"]
         held = " (next batch: starts after coord thaw)" if d.get("held_until_thaw") else ""
         return f"assigned {t['id']}: {', '.join(t['grants'])}{held}"
+
+    emit(doc, as_json, human)
+
+
+@cli.command(name="edit")
+@click.argument("task_id")
+@click.option("--title", default=None, help="A new title.")
+@click.option("--expect", default=None, help="A new expected result.")
+@click.option("--brief-file", default=None, metavar="F", help="A new brief from a file.")
+@click.option("--brief", default=None, metavar="TEXT", help="A new brief; '-' reads stdin.")
+@click.option("--check", "checks", multiple=True, metavar="CMD",
+              help="Replace the checks with these. Repeatable.")
+@click.option("--check-file", default=None, metavar="F", help="Replace the checks with a file's.")
+@click.option("--no-checks", is_flag=True, help="Remove every check.")
+@common
+def edit_cmd(task_id: str, title: str | None, expect: str | None, brief_file: str | None,
+             brief: str | None, checks: tuple[str, ...], check_file: str | None,
+             no_checks: bool, as_json: bool, repo: str | None) -> None:
+    """Change a task that is not accepted or rejected; its worker gets a signal."""
+    from hunkwise.coordinator import tasks
+
+    if no_checks and (checks or check_file):
+        raise click.UsageError("--no-checks removes every check: give it without --check")
+    new_checks = [] if no_checks else (_checks_arg(checks, check_file)
+                                        if checks or check_file else None)
+    doc = tasks.edit(_ctx(repo), task_id, title=title, expect=expect,
+                     brief=_brief_arg(brief, brief_file), checks=new_checks)
+
+    def human(d: EditResult) -> str:
+        if not d["changed"]:
+            return f"{task_id}: nothing changed"
+        told = f"; {d['signal']['to']} is told ({d['signal']['id']})" if d["signal"] else ""
+        return f"{task_id}: changed {', '.join(d['changed'])}{told}"
 
     emit(doc, as_json, human)
 
@@ -138,6 +204,12 @@ def status(everything: bool, brief: bool, send: bool, as_json: bool, repo: str |
                 out.append(f"{t['id']}: {a['problem']} ({a['agent']}, pid {a['pid']}); "
                            f"coord stop {t['id']} releases the claim; log {a['log']}:")
                 out += [f"    {line}" for line in a["log_tail"].split("\n") if line]
+        placed = [(t["id"], p) for t in d["tasks"] for p in t.get("places", [])]
+        if placed:
+            from hunkwise.shared.hunks.places import place_text
+
+            out.append("line grants (HEAD: as granted; tree: where those lines are now):")
+            out += [f"  {tid}  {place_text(p)}" for tid, p in placed]
         if d.get("hidden_tasks"):
             out.append(f"({d['hidden_tasks']} finished task(s) of earlier batches: coord status --all)")
         fz = d["freeze"]
@@ -249,8 +321,11 @@ def _lines(h: HunkDoc) -> str:
 
 @cli.command(name="next")
 @click.option("--diff", "with_diff", is_flag=True, help="Also print the patch accept would commit.")
+@click.option("--full", is_flag=True,
+              help="The whole review contract (expectation, every check, every hunk), not "
+                   "only what the coordinator does not already know.")
 @common
-def next_cmd(with_diff: bool, as_json: bool, repo: str | None) -> None:
+def next_cmd(with_diff: bool, full: bool, as_json: bool, repo: str | None) -> None:
     """Safe checkpoint: take the oldest pending report, validate it, print its contract."""
     from hunkwise.coordinator import review
 
@@ -267,11 +342,17 @@ def next_cmd(with_diff: bool, as_json: bool, repo: str | None) -> None:
         if d["next"] is None:
             return "inbox empty"
         n = d["next"]
+        if not full:
+            text = review.next_text(d, _findings_text(n["validation"]))
+            return text + ("\n" + d["diff"]["patch"] if d.get("diff") else "")
         audit = n.get("audit") or {}
         verdicts = ("audit: " + ", ".join(f"{r} {v}" for r, v in sorted(audit.items())) + "\n"
                     if audit else "")
-        text = (f"{_contract_text(n['report'])}\n{verdicts}{_findings_text(n['validation'])}\n"
-                f"({d['pending']} more pending)")
+        from hunkwise.shared.hunks.places import place_text
+
+        where = "".join(f"  grant {place_text(p)}\n" for p in n.get("places", []))
+        text = (f"{_contract_text(n['report'])}\n{where}{verdicts}"
+                f"{_findings_text(n['validation'])}\n({d['pending']} more pending)")
         return text + ("\n" + d["diff"]["patch"] if d.get("diff") else "")
 
     emit(doc, as_json, human)
@@ -296,9 +377,13 @@ def diff_cmd(task_id: str, stat: bool, from_snapshot: bool, as_json: bool, repo:
         doc = task_diff(ctx, task_id, stat=stat)
 
     def human(d: DiffResult) -> str:
+        from hunkwise.shared.hunks.places import place_text
+
+        # Before the patch, as text git apply and patch skip: where the grants stand.
+        where = "".join(f"# {place_text(p)}\n" for p in d.get("places", []))
         if not d["files"]:
-            return f"{task_id}: no changes to commit"
-        return str(d["stat"] if stat else d["patch"])
+            return f"{where}{task_id}: no changes to commit"
+        return where + str(d["stat"] if stat else d["patch"])
 
     emit(doc, as_json, human)
 

@@ -53,7 +53,7 @@ def commit_own(ctx: Ctx, paths: list[str], message: str) -> CommitResult:
                 continue
             for g in t.grants:
                 for p in rel:
-                    if (g.kind == "range" and g.path == p) or (g.kind == "glob"
+                    if (g.kind != "glob" and g.path == p) or (g.kind == "glob"
                                                              and glob_matches(g.path, p)):
                         raise StateRefused(f"{p} is held by {t.id} ({g}); its changes are "
                                            f"committed by coord accept {t.id}")

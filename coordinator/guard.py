@@ -152,7 +152,7 @@ def patch_paths(patch: str) -> list[str]:
 def covers(grant: Grant, path: str) -> bool:
     from hunkwise.shared.hunks.ownership import glob_matches
 
-    if grant.kind == "range":
+    if grant.kind != "glob":
         return grant.path == path
     return glob_matches(grant.path, path)
 

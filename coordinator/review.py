@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from hunkwise.shared.state.documents import (
         InboxResult,
         InboxRow,
+        NextReport,
         NextResult,
         ReviewResult,
         Validation,
@@ -391,10 +392,18 @@ def next_report(ctx: Ctx) -> NextResult:
             t = st.tasks.get(task.id)
             if t is not None:
                 t.served_revision = max(t.served_revision, min(report.revision, _limit(t)))
-        return {"next": {"report": report.public(),
-                         "validation": validation_doc(verdict),
-                         "task": task.public(), "audit": dict(task.audit)},
-                "pending": max(0, len(entries) - 1)}
+        from hunkwise.shared.hunks.places import claimed_files
+
+        served: NextReport = {"report": report.public(), "validation": validation_doc(verdict),
+                              "task": task.public(), "audit": dict(task.audit)}
+        if verdict.selection is not None:
+            served["claimed"] = claimed_files(verdict.selection.changes)
+        if verdict.tv is not None:
+            from hunkwise.shared.hunks.places import places
+
+            served["places"] = places(ctx.repo, [task], verdict.tv.changes,
+                                      verdict.tv.snap.tree)[task.id]
+        return {"next": served, "pending": max(0, len(entries) - 1)}
 
 
 def newest_report(ctx: Ctx, task_id: str, found: list[inbox.Entry] | None = None,
@@ -426,3 +435,55 @@ def review(ctx: Ctx, task_id: str) -> ReviewResult:
     _e, report = newest_report(ctx, task_id, task=task)
     return {**validation_doc(validate(ctx, state, task, report)), "task": task_id,
             "revision": report.revision}
+
+
+# ---- what `coord next` prints ------------------------------------------------------------------
+
+def next_text(d: NextResult, findings: str) -> str:
+    """A served report in little context: only what the coordinator does not already know.
+
+    The task's own words (its expectation, its checks' commands, its brief) are the
+    coordinator's: they are not echoed back. What is left is the worker's summary, what it
+    left unfinished and why it stopped, the checks' results (a command only when it
+    failed), what accept would commit per file in the working tree's lines now, and the
+    findings (`findings`, as the CLI renders them). `coord next --full` prints the whole
+    review contract."""
+    from hunkwise.shared.hunks.places import claimed_text
+    from hunkwise.shared.output import clip, one_line
+
+    n = d["next"]
+    assert n is not None
+    r = n["report"]
+    o = one_line
+    if r.get("kind") == "review":
+        lines = [f"{o(r['task_id'])} r{r['revision']} audit by {o(r['role'])}: {o(r['verdict'])}",
+                 f"  notes: {o(r['summary'])}"]
+    else:
+        lines = [f"{o(r['task_id'])} r{r['revision']} [{o(r['status'])}] {clip(o(r['title']), 60)}"]
+        if r.get("summary"):
+            lines.append(f"  summary: {o(r['summary'])}")
+        if r.get("reason"):
+            lines.append(f"  reason: {o(r['reason'])}")
+        lines += [f"  unfinished: {o(u)}" for u in r["unfinished"]]
+        checks = r["checks"]
+        failed = [c for c in checks if not c["passed"]]
+        if r.get("checks_skipped"):
+            lines.append("  checks: SKIPPED (--no-run-checks)")
+        elif checks:
+            lines.append(f"  checks: {len(checks) - len(failed)}/{len(checks)} passed")
+        for c in failed:
+            tail = [t for t in c["output_tail"].split("\n") if t.strip()][-3:]
+            lines.append(f"  FAILED (exit {c['exit_code']}): {o(c['command'])}")
+            lines += [f"    | {clip(o(t), 160)}" for t in tail]
+        claimed = n.get("claimed")
+        if claimed is not None:
+            lines.append("  commits (tree lines now):" if claimed else "  commits: nothing")
+            lines += [f"    {o(t)}" for t in claimed_text(claimed)]
+        lines += [f"  overlap: {o(ov['path'])}: {o(ov['note'])}" for ov in r["overlaps"][:5]]
+        lines.append(f"  commit: {o(r['proposed_commit']['subject'])}")
+    audit = n.get("audit") or {}
+    if audit:
+        lines.append("audit: " + ", ".join(f"{role} {v}" for role, v in sorted(audit.items())))
+    lines.append(findings)
+    lines.append(f"({d['pending']} more pending; coord next --full shows the whole contract)")
+    return "\n".join(lines)

@@ -13,7 +13,18 @@ from hunkwise.shared.hunks.ownership import find_conflicts
 from hunkwise.shared.hunks.taskview import active_tasks, sync_ranges, view
 from hunkwise.shared.state import config, store
 from hunkwise.shared.state.context import Ctx
-from hunkwise.shared.state.models import Grant, State, Task, TaskState, check_task_id, parse_grant
+from hunkwise.shared.state.models import (
+    MAX_BRIEF,
+    Grant,
+    PointGrant,
+    RangeGrant,
+    State,
+    SymbolRef,
+    Task,
+    TaskState,
+    check_task_id,
+    parse_write,
+)
 
 if TYPE_CHECKING:
     from hunkwise.shared.state.documents import (
@@ -24,6 +35,7 @@ if TYPE_CHECKING:
         BriefDecision,
         BriefResult,
         ContestedChange,
+        EditResult,
         GrantResult,
         InitResult,
         StatusResult,
@@ -41,34 +53,112 @@ def init(ctx: Ctx) -> InitResult:
     return {"state_dir": str(ctx.lay.root), "inbox": str(ctx.lay.inbox)}
 
 
-def _check_range(ctx: Ctx, g: Grant) -> None:
-    found = git.blob_at(ctx.repo, "HEAD", g.path)
+def _text_file(ctx: Ctx, path: str, what: str) -> bytes:
+    """A committed regular text file at HEAD, for a line grant or a symbol."""
+    found = git.blob_at(ctx.repo, "HEAD", path)
     if found is None:
-        raise UsageError(f"grant {g}: {g.path} is not a file at HEAD; a line range needs a "
+        raise UsageError(f"grant {what}: {path} is not a file at HEAD; a line range needs a "
                          "committed file (grant the path itself for a new file)")
     mode, data = found
     if mode not in ("100644", "100755"):
-        raise UsageError(f"grant {g}: {g.path} is not a regular file at HEAD")
+        raise UsageError(f"grant {what}: {path} is not a regular file at HEAD")
     if looks_binary(data):
-        raise UsageError(f"grant {g}: {g.path} is binary; grant the whole file instead")
+        raise UsageError(f"grant {what}: {path} is binary; grant the whole file instead")
+    return data
+
+
+def _check_range(g: Grant, data: bytes) -> None:
     lines = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
     if g.end > lines:
         raise UsageError(f"grant {g}: {g.path} has {lines} lines at HEAD")
 
 
+def _resolve(ref: SymbolRef, data: bytes) -> Grant:
+    """A symbol at HEAD as the range grant it names, or its insertion point (`NAME+`)."""
+    from hunkwise.shared.hunks.symbols import find
+
+    span = find(data, ref.path, ref.name)
+    if not ref.point:
+        return RangeGrant(kind="range", path=ref.path, start=span.start, end=span.end,
+                          symbol=ref.name)
+    if span.point is None:
+        raise UsageError(f"grant {ref.text}: {ref.name} is assigned on one line "
+                         f"({ref.path}:{span.first}), so it has no inside to insert into; "
+                         f"grant the line ({ref.path}:{span.first}) instead")
+    return PointGrant(kind="point", path=ref.path, start=span.point, end=span.point,
+                      symbol=ref.name)
+
+
 def _parse_grants(ctx: Ctx, writes: list[str]) -> list[Grant]:
-    """`--write` values as grants; a range must fit a committed text file."""
+    """`--write` values as grants: a range or point must fit a committed text file, and a
+    symbol is resolved against HEAD into the lines it spans."""
     if not writes:
-        raise UsageError("give at least one --write GRANT (a GLOB or PATH:START-END)")
-    grants = [parse_grant(w) for w in writes]
-    for g in grants:
-        if g.kind == "range":
-            _check_range(ctx, g)
+        raise UsageError("give at least one --write GRANT (a GLOB, PATH:START-END, "
+                         "PATH::NAME or PATH:+N)")
+    texts: dict[str, bytes] = {}
+    grants: list[Grant] = []
+    for w in writes:
+        item = parse_write(w)
+        if isinstance(item, SymbolRef) or item.kind != "glob":
+            if item.path not in texts:
+                texts[item.path] = _text_file(ctx, item.path, w)
+            data = texts[item.path]
+            if isinstance(item, SymbolRef):
+                item = _resolve(item, data)
+            else:
+                _check_range(item, data)
+        grants.append(item)
     return grants
 
 
+def read_brief(path: str | None, data: bytes | None = None) -> str:
+    """The worker's brief from a file (or bytes already read: stdin), at most MAX_BRIEF
+    bytes of UTF-8."""
+    if data is None:
+        assert path is not None
+        try:
+            with open(path, "rb") as f:
+                data = f.read(MAX_BRIEF + 1)
+        except OSError as e:
+            raise UsageError(f"--brief-file {path}: {e.strerror or e}") from None
+    where = "stdin" if path in (None, "-") else path
+    if len(data) > MAX_BRIEF:
+        raise UsageError(f"brief from {where} is over {MAX_BRIEF // 1024} KiB; keep the brief "
+                         "to what the worker needs, and point at files for the rest")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise UsageError(f"brief from {where} is not UTF-8 text") from None
+    if "\0" in text:
+        raise UsageError(f"brief from {where} holds a NUL byte")
+    return text
+
+
+def read_checks(path: str) -> list[str]:
+    """`--check-file`: one command a line; blank lines and `#` comments are skipped."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_BRIEF + 1)
+    except OSError as e:
+        raise UsageError(f"--check-file {path}: {e.strerror or e}") from None
+    if len(data) > MAX_BRIEF:
+        raise UsageError(f"--check-file {path} is over {MAX_BRIEF // 1024} KiB")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise UsageError(f"--check-file {path} is not UTF-8 text") from None
+    out = []
+    for line in text.split("\n"):
+        line = line.strip()
+        if line and not line.startswith("#"):
+            if "\0" in line:
+                raise UsageError(f"--check-file {path}: a line holds a NUL byte")
+            out.append(line)
+    return out
+
+
 def assign(ctx: Ctx, *, task_id: str | None, title: str, expect: str, writes: list[str],
-           checks: list[str], exclusive: bool) -> AssignResult:
+           checks: list[str], exclusive: bool, brief: str = "") -> AssignResult:
     if task_id is not None:
         check_task_id(task_id)
     for text, what in ((title, "--title"), (expect, "--expect")):
@@ -100,7 +190,7 @@ def assign(ctx: Ctx, *, task_id: str | None, title: str, expect: str, writes: li
         now = store.now()
         frozen = state.freeze is not None
         task = Task(id=task_id, title=title, expect=expect, grants=grants, checks=checks,
-                    exclusive=exclusive, created_at=now, updated_at=now,
+                    exclusive=exclusive, created_at=now, updated_at=now, brief=brief,
                     batch=state.batch + 1 if frozen else state.batch, held_until_thaw=frozen)
         state.tasks[task_id] = task
         if task_id == f"task-{state.next_task:03d}":
@@ -136,6 +226,56 @@ def grant(ctx: Ctx, task_id: str, writes: list[str]) -> GrantResult:
     return {"task": task.public(), "warnings": _touching(grants, others, task_id)}
 
 
+def edit(ctx: Ctx, task_id: str, *, title: str | None = None, expect: str | None = None,
+         brief: str | None = None, checks: list[str] | None = None) -> EditResult:
+    """Change a task that is not accepted or rejected; its worker gets a TASK_CHANGED
+    signal and sees the change (a note) at `worker start` and `worker signals`.
+
+    `checks` replaces the task's checks (an empty list removes them)."""
+    from hunkwise.coordinator.sessions import coordinator_session
+    from hunkwise.shared.state.context import get_task
+    from hunkwise.shared.state.models import Note, SignalType
+    from hunkwise.shared.state.signals import send
+
+    for text, what in ((title, "--title"), (expect, "--expect")):
+        if text is not None and (not text.strip() or "\0" in text):
+            raise UsageError(f"{what} must be non-empty text")
+    if title is None and expect is None and brief is None and checks is None:
+        raise UsageError("nothing to change: give --title, --expect, --brief-file, --check, "
+                         "--check-file or --no-checks")
+    with store.transaction(ctx.lay) as state:
+        task = get_task(state, task_id)
+        if not task.active:
+            raise StateRefused(f"{task_id} is {task.state}; only a task that is not accepted "
+                               "or rejected can be edited")
+        changed = []
+        if title is not None and title != task.title:
+            task.title = title
+            changed.append("title")
+        if expect is not None and expect != task.expect:
+            task.expect = expect
+            changed.append("expect")
+        if brief is not None and brief != task.brief:
+            task.brief = brief
+            changed.append("brief")
+        if checks is not None and checks != task.checks:
+            task.checks = list(checks)
+            changed.append("checks")
+        signal = None
+        if changed:
+            now = store.now()
+            task.updated_at = now
+            what = ", ".join(changed)
+            task.notes.append(Note(at=now, by="coordinator", kind="edit",
+                                   text=f"the coordinator changed the task's {what}: "
+                                        f"worker start {task_id} shows it anew"))
+            to = task.claim.session if task.claim else task.session
+            if to:
+                signal = send(state, sender=coordinator_session(), to=to, kind=SignalType.TASK_CHANGED,
+                              about=task_id, payload=f"changed: {what}").public()
+    return {"task": task.public(), "changed": changed, "signal": signal}
+
+
 def _clash_text(c: Any, exclusive: bool, state: State, serial: list[str]) -> str:
     """One conflict, with its reason when it is not plain overlap."""
     from hunkwise.shared.hunks.ownership import serial_matches
@@ -152,21 +292,30 @@ def _clash_text(c: Any, exclusive: bool, state: State, serial: list[str]) -> str
 
 
 def _touching(grants: list[Grant], others: list[Task], me: str) -> list[str]:
-    """Ranges of one file with no line between them: an insertion exactly between them
-    lies inside both and, unless it can slide into one side alone, is ambiguous."""
+    """Line grants of one file with no line between them: an insertion exactly between
+    two ranges, or at a point on a range's edge, lies inside both and, unless it can slide
+    into one side alone, is ambiguous."""
     out = []
     for g in grants:
-        if g.kind != "range":
+        if g.kind == "glob":
             continue
         for t in others:
             if t.id == me:
                 continue
             for h in t.grants:
-                if h.kind == "range" and h.path == g.path and (
+                if h.kind == "glob" or h.path != g.path:
+                    continue
+                if g.kind == "range" and h.kind == "range" and (
                         g.end + 1 == h.start or h.end + 1 == g.start):
                     out.append(f"{g} touches {h} of {t.id} with no line between: an insertion "
                                "exactly at their boundary lies inside both, and is committed "
                                "only for the task whose report alone claims it")
+                elif (g.kind, h.kind) in (("point", "range"), ("range", "point")):
+                    p, r = (g, h) if g.kind == "point" else (h, g)
+                    if p.start in (r.start - 1, r.end):
+                        out.append(f"{g} lies at the edge of {h} of {t.id}: lines inserted "
+                                   "there lie inside both, and are committed only for the "
+                                   "task whose report alone claims them")
     return out
 
 
@@ -235,14 +384,18 @@ def status(ctx: Ctx, *, everything: bool = False) -> StatusResult:
         shown += [Task.model_validate(d) for d in old.values()]
     rows: list[StatusTask] = []
     from hunkwise.coordinator.launch import status_of
+    from hunkwise.shared.hunks.places import places
     from hunkwise.shared.machines.chains import machine_of, mirror
     from hunkwise.shared.state.context import machine_name
 
+    where = places(ctx.repo, active_tasks(state), tv.changes, tv.snap.tree)
     mirrored, me = mirror(ctx)["tasks"], machine_name()
     for t in sorted(shown, key=lambda t: (not t.active, t.id)):
         row = task_row(t, now)
         rows.append({
             **row,
+            # Each line grant in HEAD's lines and the working tree's, with its landmark.
+            "places": where.get(t.id, []),
             # Whose claim (or last session) on which machine; which machine coordinates it.
             "machine": machine_of(t.claim.session if t.claim else t.session),
             "coordinator": mirrored.get(t.id, me),

@@ -209,7 +209,7 @@ class Watcher:
             if state.freeze is not None:
                 self._event("write-during-freeze", r, f"batch {state.freeze.batch}")
                 continue
-            owned = any((g.kind == "range" and g.path == r) or
+            owned = any((g.kind != "glob" and g.path == r) or
                         (g.kind == "glob" and glob_matches(g.path, r))
                         for t in active for g in t.grants)
             if not owned:

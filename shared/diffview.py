@@ -37,7 +37,10 @@ def task_diff(ctx: Ctx, task_id: str, *, stat: bool = False) -> DiffResult:
     tv = view(ctx.repo, active_tasks(state))
     # Before any report, show what its report would claim; after, what it did claim.
     sel = select(tv, task, claims_of(task) if task.claimed or task.revision else None)
-    doc: DiffResult = {"task": task_id, "base": tv.snap.head, "files": [], "patch": ""}
+    from hunkwise.shared.hunks.places import places
+
+    doc: DiffResult = {"task": task_id, "base": tv.snap.head, "files": [], "patch": "",
+                       "places": places(ctx.repo, [task], tv.changes, tv.snap.tree)[task_id]}
     if not sel.changes:
         return doc
     plan = plan_commit(ctx, tv, task_id, sel.changes)
@@ -114,7 +117,7 @@ def snapshot_diff(ctx: Ctx, task_id: str, *, stat: bool = False) -> DiffResult:
     tasks = [remote.grants_at(ctx.repo, t, ranges_at, base_tree) for t in active_tasks(state)]
     task = next((t for t in tasks if t.id == task_id), task)
     changes = diff.diff_trees(ctx.repo, base_tree, snap_tree)
-    ranged = {g.path for t in tasks for g in t.grants if g.kind == "range"}
+    ranged = {g.path for t in tasks for g in t.grants if g.kind != "glob"}
     todo = [c for c in changes if c.path in ranged and c.splittable and c.hunks]
     blobs = git.cat_blobs(ctx.repo, [c.old_oid for c in todo]) if todo else {}
     old_texts = {c.path: blobs[c.old_oid] for c in todo}

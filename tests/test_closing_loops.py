@@ -136,9 +136,9 @@ def test_assign_names_the_serial_rule_takes_one_line_and_warns_on_touching_range
     r = coord(repo, "assign", "B", "--title", "t", "--expect", "e", "--write", "f.txt:9-10")
     assert r.code == 3 and "[ownership] serial" in r.doc["error"]["message"]
     doc = ok(coord(repo, "assign", "C", "--title", "t", "--expect", "e", "--write", "g.txt:3"))
-    assert doc["task"]["grants"] == ["g.txt:3-3"]
+    assert doc["task"]["grants"] == ["g.txt:3"]
     doc = ok(coord(repo, "assign", "D", "--title", "t", "--expect", "e", "--write", "g.txt:4-5"))
-    assert any("touches g.txt:3-3 of C" in w for w in doc["warnings"])
+    assert any("touches g.txt:3 of C" in w for w in doc["warnings"])
 
 
 def test_grant_widens_a_task_so_its_edit_past_the_range_can_be_claimed(make_repo, coord,

@@ -175,7 +175,7 @@ BAD_STATES = [
     (("tasks", "T1", "title"), "x" * (MAX_TEXT + 1), "tasks.T1.title: at most 65536 characters"),
     (("tasks", "T1", "grants", 0, "start"), -1, "tasks.T1.grants.0.start: must be at least 0"),
     (("tasks", "T1", "grants", 0, "kind"), "regex",
-     "tasks.T1.grants.0.kind: expected one of 'glob', 'range', not 'regex'"),
+     "tasks.T1.grants.0.kind: expected one of 'glob', 'range', 'point', not 'regex'"),
     (("tasks", "T1", "grants", 0, "kind"), KeyError, "tasks.T1.grants.0.kind: missing"),
     (("tasks", "T2", "grants", 0, "path"), 7, "tasks.T2.grants.0.path: expected a string"),
     (("tasks", "T2", "saved", "hunks", "docs/a.md", 0), [1, 2],

@@ -75,6 +75,8 @@ def start(task_id: str | None, session: str | None, role: str | None, as_json: b
     if is_mirrored(ctx, task_id):
         _autosync(ctx)  # the claim reaches the task's coordinator now
 
+    from hunkwise.shared.hunks.places import place_text
+
     def human(d: StartResult) -> str:
         t = d["task"]
         lines = []
@@ -87,7 +89,14 @@ def start(task_id: str | None, session: str | None, role: str | None, as_json: b
         lines += [f"session: {d['session']}", f"export COORD_SESSION={d['session']}",
                   f"{t['id']}: {t['title']}", f"expect: {t['expect']}",
                   "write: " + ", ".join(t["grants"])]
+        lines += [f"  {place_text(p)}" for p in d.get("places", [])]
+        if any(p["kind"] != "glob" for p in d.get("places", [])):
+            lines.append("  (HEAD: line numbers of the grant; tree: where those lines are now. "
+                         "Inserting right after a range's last line is inside it; a point "
+                         "+N takes whole new lines right after line N)")
         lines += [f"check: {c}" for c in t["checks"]]
+        if d.get("brief"):
+            lines += ["brief:", *("  " + line for line in d["brief"].rstrip("\n").split("\n"))]
         lines += [f"note ({n['kind']} by {n['by']}): {n['text']}" for n in d["notes"]]
         lines += [f"signal {s['id']} {s['type']} from {s['from']} about {s['about']}: {s['payload']}"
                   for s in d["signals"]]
@@ -102,6 +111,11 @@ def _report_text(d: DeliverResult) -> str:
     out = [f"delivered {d['task']['id']} r{r['revision']} [{r['status']}]: {r['changes']} file(s), "
            f"{r['hunks']} hunk(s), checks {r['checks_passed']}/{r['checks_total']}"]
     out += [f"overlap: {o['path']}: {o['note']}" for o in r["overlaps"][:10]]
+    if d.get("claimed"):
+        from hunkwise.shared.hunks.places import claimed_text
+
+        out.append("claimed (tree lines now):")
+        out += [f"  {line}" for line in claimed_text(d["claimed"])]
     out.append("stop here: the coordinator reviews at its next checkpoint")
     return "\n".join(out)
 
@@ -200,7 +214,10 @@ def heartbeat(task_id: str, session: str | None, as_json: bool, repo: str | None
     from hunkwise.worker import session as core
 
     doc = core.heartbeat(_ctx(repo), task_id, session=session)
-    emit(doc, as_json, lambda d: f"{task_id}: heartbeat at {d['heartbeat']} (ttl {d['ttl_s']}s)")
+    emit(doc, as_json, lambda d: f"{task_id}: heartbeat at {d['heartbeat']} (ttl {d['ttl_s']}s)"
+         + "".join(f"\nsignal {c['id']} TASK_CHANGED: the coordinator changed the task "
+                   f"({c['payload']}): worker start {task_id} shows it anew; worker signals "
+                   "--ack clears it" for c in d.get("changed", [])))
 
 
 @cli.command()

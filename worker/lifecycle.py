@@ -191,10 +191,16 @@ def start(ctx: Ctx, task_id: str, *, session: str | None, role: str) -> StartRes
         notes.insert(0, {"at": store.now(), "by": "hunkwise", "kind": "handoff",
                          "text": f"the handed-over changes from {placed[1]} were put into this "
                                  f"tree: {', '.join(placed[0]) or 'all were here already'}"})
+    from hunkwise.shared.hunks.places import tree_places
+
+    # Read where the grants stand from the baseline's snapshot when it serves, as `record`
+    # does just above; else from a new one.
+    where = tree_places(ctx.repo, [task], snap0 if placed is None else None)[task.id]
     return {"checkpoint": shown.public() if shown else None, "task": brief, "session": sess,
             "placed": placed[0] if placed is not None else None,
             "signals": sigs, "expect": task.expect, "notes": notes,
-            "lost": {"paths": lost.paths, "restore": f"coord restore {task_id}"} if lost else None}
+            "lost": {"paths": lost.paths, "restore": f"coord restore {task_id}"} if lost else None,
+            "brief": task.brief, "places": where}
 
 
 def _arriving(ctx: Ctx, state: Any, task: Task) -> Any:
@@ -430,11 +436,14 @@ def _report(ctx: Ctx, task_id: str, *, status: ReportStatus, session: str | None
     recovery.kill_point("worker-recorded")
     path = delivery.land(ctx, task_id, ref, tv.snap.tree, staged)
     recovery.kill_point("worker-delivered")
+    from hunkwise.shared.hunks.places import claimed_files
+
     return {"task": task.public(), "report": {"id": report.report_id, "revision": report.revision,
             "status": status, "file": str(path), "changes": len(entries),
             "hunks": sum(len(e.hunks) for e in entries),
             "checks_passed": sum(1 for c in checks if c.passed), "checks_total": len(checks),
-            "overlaps": [o.public() for o in overlaps]}}
+            "overlaps": [o.public() for o in overlaps]},
+            "claimed": claimed_files(entries)}
 
 
 def _checked(task_id: str, status: str, check: TaskCheck) -> list[CheckResult]:

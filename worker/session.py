@@ -132,8 +132,16 @@ def heartbeat(ctx: Ctx, task_id: str, *, session: str | None) -> HeartbeatResult
         assert task.claim is not None
         task.claim = task.claim.model_copy(update={"heartbeat": now})
         state.sessions[s] = now
-    return {"task": task_id, "session": s, "heartbeat": iso(now), "ttl_s": task.claim.ttl,
-            **_recorded(ctx, [task_id])}
+        changed = [sig.public() for sig in pending_for(state, s)
+                   if sig.type == SignalType.TASK_CHANGED and sig.about == task_id]
+    doc: HeartbeatResult = {"task": task_id, "session": s, "heartbeat": iso(now),
+                            "ttl_s": task.claim.ttl}
+    lost = _recorded(ctx, [task_id])
+    if "lost" in lost:
+        doc["lost"] = lost["lost"]
+    if changed:
+        doc["changed"] = changed
+    return doc
 
 
 def _recorded(ctx: Ctx, task_ids: list[str]) -> Recorded:

@@ -1,7 +1,9 @@
 """Grants, the conflict rules, attribution of hunks to tasks, and range re-mapping.
 
 Rules (shared/SPEC.md, "Ownership rules"):
-- one writer per file, unless two tasks hold disjoint line ranges of it;
+- one writer per file, unless two tasks hold disjoint line ranges of it, or insertion
+  points (`PATH:+N`), which never conflict with each other and conflict with another
+  task's range only strictly inside it (START <= N < END);
 - overlapping globs conflict: on the files that exist, and conservatively on the patterns
   themselves for files not yet created;
 - `--exclusive` tasks and `[ownership] serial` paths exclude every other grant on their files;
@@ -143,7 +145,7 @@ def patterns_may_overlap(a: str, b: str) -> bool:
 
 def grant_files(grant: Grant, files: Sequence[str]) -> set[str]:
     """The files a grant covers; `files` must be sorted (a literal prefix narrows the scan)."""
-    if grant.kind == "range":
+    if grant.kind != "glob":
         return {grant.path}
     prefix = _literal_prefix(grant.path)
     start = bisect.bisect_left(files, prefix)
@@ -194,8 +196,8 @@ def _clash(ours: Grant, our_files: set[str], theirs: Grant, their_files: set[str
     for path in common:
         if exclusive or serial_matches(serial, path):
             return path
-        if ours.kind == "range" and theirs.kind == "range":
-            if ours.start <= theirs.end and theirs.start <= ours.end:
+        if ours.kind != "glob" and theirs.kind != "glob":
+            if lines_clash(ours, theirs):
                 return path
             continue
         return path
@@ -203,14 +205,27 @@ def _clash(ours: Grant, our_files: set[str], theirs: Grant, their_files: set[str
     if ours.kind == "glob" and theirs.kind == "glob":
         if patterns_may_overlap(ours.path, theirs.path):
             return _literal_prefix(ours.path) or ours.path
-    elif ours.kind == "glob" and theirs.kind == "range":
+    elif ours.kind == "glob":
         if not their_files or theirs.path not in our_files:
             if glob_matches(ours.path, theirs.path):
                 return theirs.path
-    elif ours.kind == "range" and theirs.kind == "glob":
+    elif theirs.kind == "glob":
         if glob_matches(theirs.path, ours.path):
             return ours.path
     return None
+
+
+def lines_clash(a: Grant, b: Grant) -> bool:
+    """Do two line grants of one file clash? Ranges when they share a line; points never
+    with each other (several tasks insert at one point); a point with a range when the
+    point lies strictly inside it (START <= N < END): at its edge, it does not."""
+    if a.kind == "point" and b.kind == "point":
+        return False
+    if a.kind == "point":
+        return b.start <= a.start < b.end
+    if b.kind == "point":
+        return a.start <= b.start < a.end
+    return a.start <= b.end and b.start <= a.end
 
 
 # ---- attribution -----------------------------------------------------------------------
@@ -437,6 +452,35 @@ def _judge(result: Attribution, ch: FileChange, h: Hunk, places: list[Hunk],
 
 
 # ---- range re-mapping through commits ----------------------------------------------------
+
+def map_point(n: int, hunks: Sequence[Hunk]) -> int:
+    """Map an insertion point (after old line `n`; 0 is the top) through -U0 hunks old ->
+    new: the point moves with line `n`. Lines inserted right after line `n` (at the point
+    itself) leave it where it is, before them; where line `n` itself is replaced or
+    removed, the point goes after what took its place."""
+    delta = 0
+    for h in hunks:  # in old-line order, as diff prints them
+        if h.old_lines == 0:
+            if h.old_start < n:
+                delta += h.new_lines
+            continue
+        lo, hi = h.old_start, h.old_start + h.old_lines - 1
+        if hi < n:
+            delta += h.new_lines - h.old_lines
+        elif lo <= n:
+            # -U0 numbers a pure deletion's new side after the line before it.
+            return h.new_start + h.new_lines - 1 if h.new_lines else h.new_start
+        else:
+            break
+    return max(n + delta, 0)
+
+
+def map_grant(g: Grant, hunks: Sequence[Hunk]) -> None:
+    """Re-map a line grant (a range or a point) through -U0 hunks old -> new, in place."""
+    if g.kind == "point":
+        g.start = g.end = map_point(g.start, hunks)
+    elif g.kind == "range":
+        g.start, g.end = map_range(g.start, g.end, hunks)
 
 def map_range(start: int, end: int, hunks: Sequence[Hunk], owned: Sequence[bool] | None = None) -> tuple[int, int]:
     """Map the 1-based inclusive range [start, end] through -U0 hunks old -> new.

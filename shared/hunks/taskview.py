@@ -22,7 +22,7 @@ from hunkwise.shared.hunks.ownership import (
     Ambiguous,
     Attribution,
     attribute,
-    map_range,
+    map_grant,
     merged_ranges,
 )
 from hunkwise.shared.state.models import (
@@ -59,7 +59,7 @@ def view(repo: Path, tasks: Sequence[Task], snap: snapshot.Snapshot | None = Non
     """The working tree's changes attributed to `tasks` (of `snap`, or of a new snapshot)."""
     snap = snapshot.take(repo, patch=True) if snap is None else snap
     changes = diff.diff_trees(repo, snap.head_tree, snap.tree)
-    ranged = {g.path for t in tasks if t.active for g in t.grants if g.kind == "range"}
+    ranged = {g.path for t in tasks if t.active for g in t.grants if g.kind != "glob"}
     todo = [c for c in changes if c.path in ranged and c.splittable and c.hunks]
     blobs = git.cat_blobs(repo, [c.old_oid for c in todo]) if todo else {}
     old_texts = {c.path: blobs[c.old_oid] for c in todo}
@@ -399,7 +399,7 @@ def sync_ranges(repo: Path, state: State) -> bool:
     old = state.ranges_at
     state.ranges_at = head
     paths = sorted({g.path for t in state.tasks.values() if t.active
-                    for g in t.grants if g.kind == "range"})
+                    for g in t.grants if g.kind != "glob"})
     if old is None or not paths:
         return True
     # Diffed as trees: the same pair an accept's self-check has just diffed (read once).
@@ -415,12 +415,12 @@ def sync_ranges(repo: Path, state: State) -> bool:
         if not t.active:
             continue
         for g in t.grants:
-            if g.kind != "range" or g.path not in by_path:
+            if g.kind == "glob" or g.path not in by_path:
                 continue
             ch = by_path[g.path]
             if ch.status == "D":
                 continue
-            g.start, g.end = map_range(g.start, g.end, ch.hunks)
+            map_grant(g, ch.hunks)  # a range, or an insertion point
     return True
 
 

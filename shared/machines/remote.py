@@ -453,9 +453,9 @@ def grants_at(repo: Path, task: Task, ranges_at: str | None, base: str) -> Task:
     """A copy of the task with its range grants mapped from `ranges_at` (where the state
     numbered them) to the tree `base`; unchanged when either is unknown here."""
     from hunkwise.shared.hunks import diff
-    from hunkwise.shared.hunks.ownership import map_range
+    from hunkwise.shared.hunks.ownership import map_grant
 
-    paths = sorted({g.path for g in task.grants if g.kind == "range"})
+    paths = sorted({g.path for g in task.grants if g.kind != "glob"})
     if not paths or not ranges_at or not has_object(repo, ranges_at):
         return task
     old = git.resolve(repo, f"{ranges_at}^{{tree}}")
@@ -464,9 +464,9 @@ def grants_at(repo: Path, task: Task, ranges_at: str | None, base: str) -> Task:
     by_path = {c.path: c for c in diff.diff_trees(repo, old, base, paths)}
     grants = []
     for g in task.grants:
-        ch = by_path.get(g.path) if g.kind == "range" else None
+        ch = by_path.get(g.path) if g.kind != "glob" else None
         if ch is not None and ch.status != "D":
-            s, e = map_range(g.start, g.end, ch.hunks)
-            g = g.model_copy(update={"start": s, "end": e})
+            g = g.model_copy()
+            map_grant(g, ch.hunks)
         grants.append(g)
     return task.model_copy(update={"grants": grants})

@@ -270,6 +270,7 @@ class StatusTask(TaskRow):
     unreported_changes: bool
     # Its launched agent (coordinator/launch.py's AgentStatus), or null.
     agent: Any
+    places: list[GrantPlace]
 
 
 class InboxCount(TypedDict):
@@ -437,6 +438,29 @@ class DiffResult(TypedDict):
     from_snapshot: NotRequired[FromSnapshot]
     stat: NotRequired[str]
     tree: NotRequired[str]
+    # The task's line grants in HEAD's lines and the working tree's (from the tree only).
+    places: NotRequired[list[GrantPlace]]
+
+
+class ClaimedSpan(TypedDict):
+    """One change a task would commit: its lines in the working tree now (`tree`: first
+    and last line; an empty span for a pure removal, after the line before it) and in
+    HEAD's (`head`), and how many lines it adds and removes."""
+
+    tree: list[int]
+    head: list[int]
+    added: int
+    removed: int
+
+
+class ClaimedFile(TypedDict):
+    """A file of what a task would commit (`coord next`, `worker done`)."""
+
+    path: str
+    kind: str
+    added: int
+    removed: int
+    spans: list[ClaimedSpan]
 
 
 class NextReport(TypedDict):
@@ -446,6 +470,10 @@ class NextReport(TypedDict):
     validation: Validation
     task: TaskDoc
     audit: dict[str, str]
+    # What accept would commit, per file, in the working tree's lines now.
+    claimed: NotRequired[list[ClaimedFile]]
+    # The task's line grants in HEAD's lines and the working tree's.
+    places: NotRequired[list[GrantPlace]]
 
 
 class NextResult(TypedDict):
@@ -956,6 +984,10 @@ class StartResult(TypedDict):
     expect: str
     notes: list[NoteDoc]
     lost: LostPaths | None
+    # The coordinator's brief for the worker (free text), and where each line grant
+    # stands in HEAD's and the working tree's lines.
+    brief: str
+    places: list[GrantPlace]
 
 
 class DeliveredReport(TypedDict):
@@ -977,6 +1009,8 @@ class DeliverResult(TypedDict):
 
     task: TaskDoc
     report: DeliveredReport
+    # The lines it claimed, per file, in the working tree's lines (and HEAD's).
+    claimed: NotRequired[list[ClaimedFile]]
 
 
 class HeartbeatResult(Recorded):
@@ -986,6 +1020,8 @@ class HeartbeatResult(Recorded):
     session: str
     heartbeat: str
     ttl_s: int
+    # The coordinator changed the task since the worker last looked (`coord edit`).
+    changed: NotRequired[list[SignalDoc]]
 
 
 class CheckpointResult(Recorded):
@@ -1119,3 +1155,31 @@ class ErrorBody(TypedDict):
     code: int
     message: str
     details: NotRequired[str]
+
+
+class GrantLines(TypedDict):
+    """A line grant's lines in HEAD's numbering and in the working tree's (null when the
+    file is gone from the tree or changed as a whole)."""
+
+    head: list[int]
+    tree: list[int] | None
+
+
+class GrantPlace(TypedDict):
+    """Where a line grant stands now (`worker start`, `coord status`, `coord next`,
+    `coord diff`): `landmark` is a range's first line, or the line a point follows."""
+
+    grant: str
+    kind: str
+    path: str
+    symbol: str | None
+    lines: GrantLines
+    landmark: str | None
+
+
+class EditResult(TypedDict):
+    """`coord edit`: the task as it now is, what changed, the signal its worker got."""
+
+    task: TaskDoc
+    changed: list[str]
+    signal: SignalDoc | None

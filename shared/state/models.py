@@ -97,13 +97,16 @@ def report_path(path: str) -> str:
 
 
 class _GrantFields(Strict, init=False):
-    """What every grant writes, in this order. A grant is a `GlobGrant` or a `RangeGrant`
-    (`kind`); see `Grant`."""
+    """What every grant writes, in this order. A grant is a `GlobGrant`, a `RangeGrant` or
+    a `PointGrant` (`kind`); see `Grant`."""
 
-    kind: Literal["glob", "range"]
+    kind: Literal["glob", "range", "point"]
     path: str = F(max_length=4096)
     start: int = F(default=0, ge=0)
     end: int = F(default=0, ge=0)
+    # The symbol the grant was given by (`PATH::NAME`, `PATH::NAME+`), kept to show it by
+    # name; written only when set, so grants written before it read back byte for byte.
+    symbol: str | None = F(default=None, max_length=512, omit=True)
 
 
 class GlobGrant(_GrantFields):
@@ -116,23 +119,84 @@ class GlobGrant(_GrantFields):
         return self.path
 
 
+def span_text(start: int, end: int) -> str:
+    """Lines as people write them: `92` for one line, `702-751` for more."""
+    return f"{start}" if start == end else f"{start}-{end}"
+
+
 class RangeGrant(_GrantFields):
-    """A write grant of lines `start`-`end` (from 1, both included) of one file."""
+    """A write grant of lines `start`-`end` (from 1, both included) of one file; given by
+    a symbol, `symbol` names it (`PATH::NAME (START-END)`)."""
 
     kind: Literal["range"]
 
     def __str__(self) -> str:
-        return f"{self.path}:{self.start}-{self.end}"
+        if self.symbol:
+            return f"{self.path}::{self.symbol} ({span_text(self.start, self.end)})"
+        return f"{self.path}:{span_text(self.start, self.end)}"
+
+
+class PointGrant(_GrantFields):
+    """A shared insertion point: whole new lines inserted after line `start` of one file
+    (0: the top); `end` equals `start`. Several active tasks may hold the same point."""
+
+    kind: Literal["point"]
+
+    def __str__(self) -> str:
+        if self.symbol:
+            return f"{self.path}::{self.symbol}+ (+{self.start})"
+        return f"{self.path}:+{self.start}"
 
 
 # A grant as tasks hold it; the state reads each as the kind it names.
-Grant = Annotated[GlobGrant | RangeGrant, Tag("kind")]
+Grant = Annotated[GlobGrant | RangeGrant | PointGrant, Tag("kind")]
+LineGrant = RangeGrant | PointGrant
+
+SYMBOL_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?")
+MAX_BRIEF = 64 * 1024
+
+
+class SymbolRef:
+    """`PATH::NAME` or `PATH::NAME+` as typed: resolved against HEAD at assign
+    (shared/hunks/symbols.py) into a range grant, or the point after (or inside) it."""
+
+    __slots__ = ("path", "name", "point", "text")
+
+    def __init__(self, path: str, name: str, point: bool, text: str) -> None:
+        self.path, self.name, self.point, self.text = path, name, point, text
+
+    def __repr__(self) -> str:
+        return f"SymbolRef({self.text!r})"
+
+
+def parse_write(text: str) -> Grant | SymbolRef:
+    """A `--write` value: a grant, or a symbol still to resolve against HEAD."""
+    if isinstance(text, str) and "::" in text:
+        path, _, name = text.partition("::")
+        point = name.endswith("+")
+        name = name.removesuffix("+")
+        path = path.removeprefix("./")
+        if not path or not SYMBOL_RE.fullmatch(name):
+            raise UsageError(f"grant {text!r}: a symbol grant is PATH::NAME or PATH::NAME+ "
+                             "(a function, class, Class.method or module-level name)")
+        check_rel_path(path, "grant")
+        if any(c in path for c in "*?["):
+            raise UsageError(f"grant {text!r}: a symbol grant needs a plain file path, not a glob")
+        return SymbolRef(path, name, point, text)
+    return parse_grant(text)
 
 
 def parse_grant(text: str) -> Grant:
-    """A grant as people type it: GLOB, PATH:START-END, or PATH:N."""
+    """A grant as people type it: GLOB, PATH:START-END, PATH:N, or PATH:+N (a point)."""
     if not isinstance(text, str) or not text.strip():
-        raise UsageError("empty grant: give a GLOB or PATH:START-END")
+        raise UsageError("empty grant: give a GLOB, PATH:START-END or PATH:+N")
+    pt = re.match(r"^(?P<path>.+):\+(?P<line>\d+)$", text)
+    if pt:
+        path = check_rel_path(pt["path"].removeprefix("./"), "grant")
+        if any(c in path for c in "*?["):
+            raise UsageError(f"grant {text!r}: an insertion point needs a plain file path, not a glob")
+        n = int(pt["line"])
+        return PointGrant(kind="point", path=path, start=n, end=n)
     m = _RANGE_RE.match(text)
     if m:
         path = check_rel_path(m["path"].removeprefix("./"), "grant")
@@ -148,8 +212,9 @@ def parse_grant(text: str) -> Grant:
     if one and not any(c in one["path"] for c in "*?["):
         return parse_grant(f"{one['path']}:{one['line']}-{one['line']}")  # PATH:N, one line
     pattern = text.removeprefix("./")
-    if re.search(r":\d*(-\d*)?$", pattern) and not m:
-        raise UsageError(f"grant {text!r}: a line range is PATH:START-END, both numbers given")
+    if re.search(r":\+?\d*(-\d*)?$", pattern) and not m:
+        raise UsageError(f"grant {text!r}: a line range is PATH:START-END, both numbers "
+                         "given; an insertion point is PATH:+N")
     check_rel_path(pattern.rstrip("/") or pattern, "grant")
     if pattern.startswith("!"):
         raise UsageError(f"grant {text!r}: negated patterns are not grants")
@@ -289,6 +354,9 @@ class Task(Strict):
 
     # The agent process `coord launch` started for it (written only when there is one).
     launch: Launch | None = F(default=None, omit=True)
+    # Free text for the worker alone (`coord assign --brief-file`): shown at `worker start`,
+    # never echoed back to the coordinator; written only when set.
+    brief: str = F(default="", max_length=MAX_BRIEF, omit=True)
 
     @property
     def active(self) -> bool:
@@ -331,6 +399,8 @@ class SignalType(StrEnum):
     CHECKPOINT = "CHECKPOINT"
     BLOCKED_ON = "BLOCKED_ON"
     DECISION = "DECISION"
+    # The coordinator changed the task (`coord edit`): title, expectation, brief or checks.
+    TASK_CHANGED = "TASK_CHANGED"
 
 
 class Signal(Strict):
