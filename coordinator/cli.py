@@ -42,7 +42,30 @@ def _autosync(ctx) -> None:  # type: ignore[no-untyped-def]
     sync.warn(sync.auto(ctx))
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _CoordGroup(click.Group):
+    """In a worker's session (COORD_SESSION of a role other than the coordinator's), the
+    coordinator's commands are refused (3) before they run: the command parses as usual
+    (so `--json` holds), then raises instead of acting."""
+
+    def resolve_command(self, ctx: click.Context, args: list[str]):  # type: ignore[no-untyped-def]
+        name, cmd, rest = super().resolve_command(ctx, args)
+        import os
+
+        if cmd is not None and os.environ.get("COORD_SESSION"):
+            from hunkwise.coordinator.guard import coord_refusal, worker_session
+
+            why = coord_refusal([name or "", *rest]) if worker_session(os.environ) else None
+            if why is not None:
+                def refuse(**_kw: object) -> None:
+                    from hunkwise.shared.errors import StateRefused
+
+                    raise StateRefused(why + "; this shell runs worker session "
+                                       f"{os.environ['COORD_SESSION'].strip()}")
+                cmd = click.Command(cmd.name, params=cmd.params, callback=refuse)
+        return name, cmd, rest
+
+
+@click.group(cls=_CoordGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @version_option
 def cli() -> None:
     """Coordinate parallel workers on one git working tree."""

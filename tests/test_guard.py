@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hunkwise.coordinator.applypatch import PatchError
 from hunkwise.coordinator.guard import Blocked, check_command, check_writes, guard, patch_paths
 from hunkwise.shared.state.models import parse_grant
 
@@ -58,12 +59,12 @@ BLOCKED: list[tuple[str, str]] = [
     ("env FOO=1 git switch main", "env"),
     ("nohup git reset --hard &", "nohup"),
     ("stdbuf -oL git clean -fdx", "stdbuf"),
-    ("time git stash", "time"),
+    ("time git stash", "git stash"),
     ("command git stash", "command"),
     ("exec git stash", "exec"),
     ("sudo git reset --hard", "sudo"),
     ("find . -name '*.py' -exec git checkout {} \\;", "find"),
-    ("watch git status", "watch"),
+    ("watch git stash", "watch"),
     ("eval 'git stash'", "eval"),
     ("eval \"git \"stash", "eval"),
     ("sh -c 'git stash'", "sh"),
@@ -72,13 +73,13 @@ BLOCKED: list[tuple[str, str]] = [
     ("echo 'git stash' | sh", "sh"),
     ("bash <<EOF\ngit stash\nEOF", "bash"),
     ("python3 -c \"import os; os.system('git stash')\"", "python3"),
-    ("echo $(git stash)", "substitution"),
-    ("echo \"$(git status)\"", "substitution"),
-    ("echo `git stash`", "substitution"),
-    ("x=$(git reset --hard)", "substitution"),
-    ("cat <(git stash)", "substitution"),
-    ("cat <<EOF\n$(git stash)\nEOF", "substitution"),
-    ("$(echo git) stash", "substitution"),
+    ("echo $(git stash)", "git stash"),
+    ("echo \"$(git checkout -- .)\"", "git checkout"),
+    ("echo `git stash`", "git stash"),
+    ("x=$(git reset --hard)", "git reset --hard"),
+    ("cat <(git stash)", "git stash"),
+    ("cat <<EOF\n$(git stash)\nEOF", "git stash"),
+    ("$(echo git) stash", "which program"),
     ("$GIT stash", "which program"),
     ("/usr/bin/gi? stash", "which program"),
     ("{git,x} stash", "which program"),
@@ -182,7 +183,8 @@ ALLOWED = [
     "for f in *.py; do wc -l \"$f\"; done", "export A=1", "cd sub && ls -la",
     "find . -name '*.py' -newer f.txt", "ls | xargs wc -l", "timeout 60 pytest -q",
     "git log | awk '{print $1}'", "echo hi | bash", "worker done t1 --summary 'x'",
-    "coord status",
+    "coord status", "watch git status", "echo \"$(git status)\"",
+    "cd \"$(git rev-parse --show-toplevel)\" && pytest -q",
 ]
 
 
@@ -312,7 +314,8 @@ def test_patch_paths() -> None:
              "+hello\n*** Delete File: old.py\n*** Update File: c.py\n*** Move to: d/c.py\n"
              "@@\n-a\n+b\n*** End Patch\n")
     assert patch_paths(patch) == ["src/a.py", "new/b.py", "old.py", "c.py", "d/c.py"]
-    assert patch_paths("no patch here") == []
+    with pytest.raises(PatchError):
+        patch_paths("no patch here")
 
 
 # ---- writes against grants: a real shared tree ---------------------------------------------
