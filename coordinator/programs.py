@@ -328,9 +328,13 @@ def judge_argv(words: list[Word], scope: Scope, cmd: Simple, appended: bool) -> 
     return unknown(words, scope, cmd)
 
 
-def unknown(words: list[Word], scope: Scope, cmd: Simple) -> Blocked | None:
-    """A program the guard does not know: it may run its arguments as a command."""
+def unknown(words: list[Word], scope: Scope, cmd: Simple,
+            who: str = "") -> Blocked | None:
+    """A program the guard does not know (or a wrapper given an option it does not know):
+    it may run its arguments as a command."""
     from hunkwise.coordinator import runners
+
+    who = who or f"`{words[0].text}` is not a program the guard knows"
 
     for i in range(1, len(words)):
         w = words[i]
@@ -338,9 +342,9 @@ def unknown(words: list[Word], scope: Scope, cmd: Simple) -> Blocked | None:
         if git_named(w.text) or base in runners.RUNNERS:
             inner = judge_argv(words[i:], scope, cmd, False)
             if inner is not None:
-                return _block(words, f"`{words[0].text}` is not a program the guard knows, and "
-                              f"it could run `{inner.what}` ({inner.why})", DIRECT)
+                return _block(words, f"{who}, and it could run `{inner.what}` ({inner.why})",
+                              DIRECT)
         elif (w.dynamic or re.search(r"[\s;&|]", w.text)) and codescan.names_git(w.text):
-            return _block(words, f"`{words[0].text}` is not a program the guard knows, and its "
-                          f"argument `{w.text[:60]}` looks like a command that runs git", DIRECT)
+            return _block(words, f"{who}, and its argument `{w.text[:60]}` looks like a command "
+                          "that runs git", DIRECT)
     return None

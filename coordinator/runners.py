@@ -31,7 +31,8 @@ def wrapper(spec: Spec, start: int = 1) -> Judge:
             # an option the guard does not know: the command could start at any later word
             from hunkwise.coordinator.programs import unknown
 
-            return unknown(words, scope, cmd)
+            return unknown(words, scope, cmd, f"`{name}` is given an option the guard does "
+                           "not know, so the command it runs cannot be told apart")
         i, codes, seen = parsed
         for code in codes:
             found = follow_code(code, words, scope, name)
