@@ -39,7 +39,8 @@ coverage pip pip3 pipx cmake ctest ninja meson mvn gradle gradlew ant sbt dotnet
 rustc gcc g++ cc clang javac java tsc jest vitest mocha ava karma playwright cypress
 shellcheck hadolint yamllint markdownlint codespell curl wget cargo go node-gyp deno-lint
 just rake bats pydoc tput clear reset stty tty sum base32 numfmt factor expr bc dc
-awk-version xmllint jsonlint sqlfluff tokei cloc scc hyperfine npm yarn pnpm
+awk-version xmllint jsonlint sqlfluff tokei cloc scc hyperfine npm yarn pnpm man info
+whatis apropos tldr
 """.split())
 
 
@@ -345,6 +346,23 @@ def _apply_patch(words: list[Word], scope: Scope, cmd: Simple, appended: bool) -
     return None
 
 
+_SSH_RUNS = re.compile(r"(?i)^(proxycommand|localcommand|permitlocalcommand|knownhostscommand|"
+                       r"match)\b")
+
+
+def _ssh(words: list[Word], scope: Scope, cmd: Simple, appended: bool) -> Blocked | None:
+    for i, w in enumerate(words[1:], 1):
+        t = w.text
+        opt = t[2:] if t.startswith("-o") and len(t) > 2 else (
+            words[i + 1].text if t == "-o" and i + 1 < len(words) else None)
+        if t.startswith("-F") or (opt is not None and _SSH_RUNS.match(opt.lstrip())):
+            return _block(words, "this ssh option runs a local command (ProxyCommand, "
+                          "LocalCommand, a config file)", DIRECT)
+    from hunkwise.coordinator.wrappers import WRAPPERS
+
+    return wrapper(WRAPPERS["ssh"])(words, scope, cmd, appended)
+
+
 def _unknown_handler(words: list[Word], scope: Scope, cmd: Simple,
                      appended: bool) -> Blocked | None:
     return unknown(words, scope, cmd)
@@ -359,7 +377,7 @@ HANDLERS_MORE: dict[str, Judge] = {
     "make": _make, "gmake": _make, "gh": _gh, "tmux": _tmux, "screen": _tmux,
     "pre-commit": _pre_commit, "coord": _coord, "worker": _worker,
     "awk": awk, "gawk": awk, "mawk": awk, "nawk": awk, "busybox-awk": awk,
-    "sed": sed, "gsed": sed, "rg": _rg, "apply_patch": _apply_patch,
+    "sed": sed, "gsed": sed, "rg": _rg, "ssh": _ssh, "apply_patch": _apply_patch,
     "applypatch": _apply_patch,
     "env": wrapper(S("-u --unset -C --chdir", "-i --ignore-environment -0 --null -v --debug "
                      "- --block-signal --default-signal --ignore-signal --list-signal-handling",

@@ -331,7 +331,7 @@ def simple_commands(lexed: Lexed) -> list[Simple]:
                 cur.stdin_text = next(bodies, None)
             elif t == "<<<":
                 cur.stdin_fed, cur.stdin = True, "herestring"
-                cur.stdin_text = None if target.dynamic else target.text + "\n"
+                cur.stdin_text = target.text + "\n"
             elif t in ("<", "<>"):
                 cur.stdin_fed, cur.stdin = True, "file"
         else:

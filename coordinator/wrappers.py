@@ -135,10 +135,10 @@ def _parse(words: list[Word], spec: Spec, start: int = 1
     while i < len(words):
         w = words[i]
         t = w.text
-        if t == "--" and not w.quoted:
+        if t == "--":
             i += 1
             break
-        if t.startswith("-") and len(t) > 1 and not w.quoted:
+        if t.startswith("-") and len(t) > 1:  # quoted or not: the program sees the same
             if w.dynamic:
                 return None
             name, eq, _v = t.partition("=")
