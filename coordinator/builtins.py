@@ -22,7 +22,7 @@ from hunkwise.coordinator.programs import (
     unknown,
 )
 from hunkwise.coordinator.runners import _script_arg, follow_code, wrapper
-from hunkwise.coordinator.shell import Simple, Word
+from hunkwise.coordinator.shell import LazyRe, Simple, Word
 from hunkwise.coordinator.wrappers import SUB_WRAPPERS, S
 
 # Arguments are data: the word git among them is no reason to block. (Programs that
@@ -346,7 +346,7 @@ def _apply_patch(words: list[Word], scope: Scope, cmd: Simple, appended: bool) -
     return None
 
 
-_SSH_RUNS = re.compile(r"(?i)^(proxycommand|localcommand|permitlocalcommand|knownhostscommand|"
+_SSH_RUNS = LazyRe(r"(?i)^(proxycommand|localcommand|permitlocalcommand|knownhostscommand|"
                        r"match)\b")
 
 

@@ -16,24 +16,26 @@ from __future__ import annotations
 
 import re
 
+from hunkwise.coordinator.shell import LazyRe
+
 # git as a program name: not inside a longer identifier (digit, github, .gitignore, git_x).
 GIT_TOKEN = re.compile(r"(?<![A-Za-z0-9_.])git(?![A-Za-z0-9_])")
 _ESCAPES = re.compile(r"\\(x[0-9A-Fa-f]{2}|u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|[0-7]{1,3}|[A-Za-z])")
 _JOIN_OPS = re.compile(r"""['"]\s*(?:\+|\.|\.\.|\|\|)?\s*['"]""")
 _JOIN = re.compile(r"""['"]\s*,?\s*['"]""")
-_CAN_RUN = re.compile(
+_CAN_RUN = LazyRe(
     r"\b(system|popen\w*|subprocess|spawn\w*|exec\w*|fork\w*|pty|eval|compile|__import__|"
     r"importlib|ctypes|getattr|qx|readpipe|Open3|child_process|shell_exec|passthru|"
     r"proc_open|pcntl_\w+|Runtime|ProcessBuilder|plumbum|pexpect|sh\.\w+|Invoke-Expression|"
     r"iex|Start-Process|Invoke-Item|call_command|run_command|os\.system|do shell script)\b|`|"
     r"%x[({\[]")
-_HIDES = re.compile(
+_HIDES = LazyRe(
     r"\bchr\s*\(|fromCharCode|b64decode|base64|\ba2b_|unhexlify|fromhex|\.decode\s*\(|"
     r"codecs|rot_?13|\[\s*::\s*-1\s*\]|\breverse|\bpack\s*\(|%c|\bord\s*\(|\\x|"
     r"FromBase64String|-join|\[char\]")
-_WRITES_PROTECTED = re.compile(
+_WRITES_PROTECTED = LazyRe(
     r"""(?i)(^|[\s'"/=(,])(\.git([/\\'"\s)]|$)|\.claude[/\\]settings|\.codex([/\\'"\s)]|$))""")
-_WRITE_WORDS = re.compile(
+_WRITE_WORDS = LazyRe(
     r"""(?i)\b(write\w*|open|unlink|remove|rmtree|rename|replace|truncate|chmod|symlink|"""
     r"""copy\w*|move|mkdir|dump|Set-Content|Out-File|Remove-Item|New-Item)\b|['"][wax]b?\+?['"]|>""")
 

@@ -8,9 +8,9 @@ import re
 from hunkwise.coordinator.gitallow import DIRECT, Blocked
 from hunkwise.coordinator.programs import Scope, _block
 from hunkwise.coordinator.runners import _script_arg
-from hunkwise.coordinator.shell import Simple, Word
+from hunkwise.coordinator.shell import LazyRe, Simple, Word
 
-_AWK_RUNS = re.compile(r"\bsystem\s*\(|\|\s*&?\s*getline|\|&|\b(print|printf)\b[^;{}\n]*"
+_AWK_RUNS = LazyRe(r"\bsystem\s*\(|\|\s*&?\s*getline|\|&|\b(print|printf)\b[^;{}\n]*"
                        r"(?<!\|)\|(?!\|)")
 
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hunkwise.coordinator.shell import Word
+from hunkwise.coordinator.shell import LazyRe, Word
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,7 @@ _GLOBAL_FLAGS = {"--no-pager", "-P", "-p", "--paginate", "--no-replace-objects",
                  "--literal-pathspecs", "--glob-pathspecs", "--noglob-pathspecs",
                  "--icase-pathspecs", "--no-optional-locks", "--no-advice", "--version",
                  "--help", "-h", "--html-path", "--man-path", "--info-path", "--exec-path"}
-_SAFE_CONFIG = re.compile(
+_SAFE_CONFIG = LazyRe(
     r"^(color\..*|advice\..*|column\..*|i18n\..*|core\.quotepath|core\.abbrev|"
     r"diff\.(algorithm|renames|noprefix|mnemonicprefix|context|indentheuristic|relative|"
     r"statgraphwidth|interhunkcontext|colormoved)|log\.(date|decorate|abbrevcommit|follow|"

@@ -16,6 +16,26 @@ class Unparsable(ValueError):
     pass
 
 
+class LazyRe:
+    """A regular expression compiled when first used: the guard starts a process on every
+    tool call, and most of its patterns serve rare lines."""
+
+    def __init__(self, pattern: str) -> None:
+        self.pattern = pattern
+        self._rx: re.Pattern[str] | None = None
+
+    def _get(self) -> re.Pattern[str]:
+        if self._rx is None:
+            self._rx = re.compile(self.pattern)
+        return self._rx
+
+    def search(self, text: str) -> re.Match[str] | None:
+        return self._get().search(text)
+
+    def match(self, text: str) -> re.Match[str] | None:
+        return self._get().match(text)
+
+
 @dataclass
 class Word:
     text: str
