@@ -168,9 +168,15 @@ def protected(real: str, tree: bool = False) -> str | None:
     if _hook_settings(parts):
         return "it is an agent's hook settings, which keep the guard on"
     if tree:
-        for inside in (".git", ".codex", ".claude/settings.json", ".claude/settings.local.json"):
-            if os.path.lexists(os.path.join(real, inside)):
-                return f"it holds {inside}, which is never a worker's to write"
+        import glob
+
+        inside = [".git", ".codex", ".claude/settings*.json"]
+        if os.path.basename(real).lower() == ".claude":
+            inside.append("settings*.json")
+        for pattern in inside:
+            found = glob.glob(os.path.join(glob.escape(real), pattern), include_hidden=True)
+            if found or os.path.lexists(os.path.join(real, pattern)):
+                return f"it holds {pattern}, which is never a worker's to write"
     return None
 
 

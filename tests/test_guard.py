@@ -536,3 +536,21 @@ def test_apply_patch_paths_as_codex_reads_them(patch: str, paths: list[str]) -> 
 def test_a_patch_codex_would_refuse_is_refused(patch: str) -> None:
     with pytest.raises(PatchError):
         patch_paths(patch)
+
+
+@pytest.mark.parametrize("grant", ["**", "*", ".git*/**", ".[g]it/**", "**/config", ".*/**"])
+def test_no_glob_grant_makes_git_the_state_or_the_hook_settings_writable(
+        make_repo: Callable[..., Path], coord: Cli, worker: Cli, grant: str) -> None:
+    repo = make_repo({"a.txt": "a\n", ".claude/settings.json": "{}\n"})
+    ok(coord(repo, "assign", "t1", "--title", "t", "--expect", "e", "--write", grant))
+    session = ok(worker(repo, "start", "t1"))["session"]
+    env = {"COORD_SESSION": session}
+    for path in (".git/config", ".git/hooks/pre-commit", ".GIT/config", ".git/coord/state.json",
+                 ".claude/settings.json", ".claude/settings.local.json", ".codex/hooks.json"):
+        code, message = guard(edit("Write", str(repo / path), repo), env)
+        assert code == 2 and "hunkwise blocked" in message, (path, message)
+    for line in ("rm -rf .claude", "echo {} > .claude/settings.json", "rm -rf .git/hooks"):
+        code, message = guard(call("Bash", {"command": line}, cwd=str(repo)), env)
+        assert code == 2 and "hunkwise blocked" in message, (line, message)
+    if grant in ("**", "*"):
+        assert guard(call("Bash", {"command": "echo x > a.txt"}, cwd=str(repo)), env) == (0, "")
