@@ -19,6 +19,7 @@ from hunkwise.coordinator.programs import (
     env_danger,
     is_assignment,
     judge_argv,
+    shown,
     unknown,
 )
 from hunkwise.coordinator.runners import _script_arg, follow_code, wrapper
@@ -101,10 +102,13 @@ def _mapfile(words: list[Word], scope: Scope, cmd: Simple, appended: bool) -> Bl
 
 
 def _declare(words: list[Word], scope: Scope, cmd: Simple, appended: bool) -> Blocked | None:
+    nameref = any(w.text.startswith("-") and "n" in w.text[1:] for w in words[1:])
     for w in words[1:]:
         if w.text.startswith(("-", "+")) and not w.quoted:
             continue
         found = env_danger(w, scope, words)
+        if found is None and nameref and "=" in w.text:  # declare -n ref=GIT_DIR
+            found = env_danger(Word(w.text.split("=", 1)[1] + "=?"), scope, words)
         if found is not None:
             return found
     return None
@@ -152,6 +156,16 @@ _FIND_EXEC = {"-exec", "-execdir", "-ok", "-okdir"}
 def _find(words: list[Word], scope: Scope, cmd: Simple, appended: bool) -> Blocked | None:
     from hunkwise.coordinator import shellwrites
 
+    starts = []
+    for w in words[1:]:
+        if w.text.startswith(("-", "(", "!")):
+            break
+        starts.append(w)
+    if any(w.text == "-delete" for w in words):
+        from hunkwise.coordinator.programs import Write
+
+        scope.writes += [Write(scope.where(w.text), shown(words), True, "", False)
+                         for w in starts or [Word(".")] if not w.dynamic]
     i = 1
     while i < len(words):
         t = words[i].text

@@ -78,6 +78,12 @@ def names_git(text: str) -> bool:
     return any(GIT_TOKEN.search(t) for t in readings(text))
 
 
+def may_reach_git(text: str) -> bool:
+    """A script that names git, a GIT_ variable or coord may reach them; one that names none
+    cannot by itself."""
+    return names_git(text) or re.search(r"\bGIT_|\bcoord\b", text) is not None
+
+
 def opaque_verdict(code: str) -> str | None:
     """Why this opaque code may not run for a worker, or None when it cannot reach git or
     the protected files."""

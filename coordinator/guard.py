@@ -310,11 +310,14 @@ def judge_writes(writes: Sequence[Write], session: str | None) -> Blocked | None
         if not os.path.isabs(w.path):
             continue  # where it lands is unknown (a `cd` the guard could not follow)
         real = os.path.realpath(w.path)
-        # formatters skip .git and rewrite only source files: their trees are judged by grants
-        holds = w.tree and not w.formatter
+        # formatters skip .git and rewrite only source files: their trees are judged by grants;
+        # `find DIR -delete` removes some files under DIR: only DIR itself is judged
+        holds = w.tree and not w.formatter and w.judged
         why = protected(real, holds)
         if why is None and w.path != real:
             why = protected(os.path.normpath(w.path), holds)
+        if why is None and not w.judged and os.path.basename(real).lower() == ".claude":
+            why = "it holds the agent's hook settings, which keep the guard on"
         served = served_tree(real)
         if why is None and served is not None:
             state_root = os.path.realpath(served[1].root)
@@ -324,7 +327,7 @@ def judge_writes(writes: Sequence[Write], session: str | None) -> Blocked | None
         if why is not None:
             return Blocked(w.what, f"{w.path}: {why}", "leave it alone; if your task needs "
                            "it, report `worker blocked TASK_ID --reason \"...\"`")
-        if served is None or session is None:
+        if served is None or session is None or not w.judged:
             continue
         root, lay = served
         if root not in states:

@@ -40,6 +40,7 @@ class Write:
     what: str  # the command, as shown to the agent
     tree: bool = False  # a directory: every file under it
     formatter: str = ""  # the formatter that rewrites it, if one does
+    judged: bool = True  # False: some files under it, unknown which (only protection applies)
 
 
 @dataclass
@@ -50,6 +51,7 @@ class Scope:
     depth: int = 0
     names_git: bool = False  # the whole line names git somewhere (after normalising)
     writes: list[Write] = field(default_factory=list)
+    refused: Blocked | None = None  # a write the line makes that is refused outright
     made: set[str] = field(default_factory=set)  # paths this line writes, normalised
 
     def child(self) -> Scope:
@@ -130,7 +132,7 @@ def judge_simple(cmd: Simple, scope: Scope) -> Blocked | None:
         while words and not words[0].quoted and words[0].text in _KEYWORDS:
             words.pop(0)
     if not words or (not words[0].quoted and words[0].text in _NO_COMMAND):
-        return None
+        return scope.refused
     assigns = []
     while words and is_assignment(words[0]):
         assigns.append(words.pop(0))
@@ -139,8 +141,8 @@ def judge_simple(cmd: Simple, scope: Scope) -> Blocked | None:
         if found is not None:
             return found
     if not words:
-        return None
-    return judge_argv(words, scope, cmd, False)
+        return scope.refused
+    return judge_argv(words, scope, cmd, False) or scope.refused
 
 
 # ---- the environment ----------------------------------------------------------------------
@@ -272,7 +274,7 @@ def follow_script(real: str, words: list[Word], scope: Scope) -> Blocked | None:
     if lang == "shell":
         # A script that never names git cannot run it by itself; one that does is followed
         # command by command.
-        if not codescan.names_git(text):
+        if not codescan.may_reach_git(text):
             return None
         inner = check_line(text, scope.child(), opaque_fallback=True)
         if inner is None:

@@ -158,7 +158,7 @@ def _script_arg(w: Word, words: list[Word], scope: Scope, cmd: Simple, name: str
         from hunkwise.coordinator.programs import read_script
 
         found = read_script(real) if not real.startswith("/usr/") else None
-        if found is None or not codescan.names_git(found[1]):
+        if found is None or not codescan.may_reach_git(found[1]):
             return None  # a script that never names git cannot run it by itself
         inner = check_line(found[1], scope.child(), opaque_fallback=True)
         return None if inner is None else _block(

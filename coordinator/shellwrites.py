@@ -20,7 +20,13 @@ _OUT = {">", ">>", ">|", "&>", "&>>", "<>"}
 def record(targets: list[Word], scope: Scope, words: list[Word], tree: bool = False,
            formatter: str = "") -> None:
     what = shown(words) if words else ""
+    from hunkwise.coordinator import codescan
+
     for t in targets:
+        if t.dynamic and scope.refused is None and codescan.names_git(t.text):
+            scope.refused = _block(words or [t], f"it writes to `{t.text[:60]}`, a path built "
+                                   "from git's output (the repository, its .git directory)",
+                                   "name the files you write literally")
         if t.dynamic or not t.text or _NOT_FILES.match(t.text):
             continue
         path = scope.where(t.text)

@@ -207,6 +207,11 @@ HOSTILE = ISSUE_LINES + [
     "printf '#!/bin/sh\\ngit stash\\n' > ./made && chmod +x ./made && ./made",
     "cat > /tmp/run.sh <<'EOF'\ngit stash\nEOF\nbash /tmp/run.sh",
     "echo \"import os; os.system('ls')\" > /tmp/y.py; python3 /tmp/y.py",
+    # namerefs, sourced settings, write targets built from git's output
+    "declare -n ref=GIT_DIR; ref=/tmp/x", "typeset -n r=GIT_PAGER", "local -n x=BASH_ENV",
+    "set -a; . ./envfile; git status", "source envfile && git log",
+    "rm -rf \"$(git rev-parse --git-dir)\"", "> \"$(git rev-parse --git-dir)/config\"",
+    "rm -rf \"$(git rev-parse --show-toplevel)\"", "cp x.sh \"$(git rev-parse --git-path hooks)/pre-commit\"",
     # unparsable lines
     "git status 'unterminated", "echo $(", "cat <<", "echo \"open", "echo `x",
 ]
@@ -529,7 +534,8 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
     scripts = {"gs.sh": "#!/bin/sh\nset -e\ngit stash\n", "wrap": "#!/bin/bash\nexec git \"$@\"\n",
                "runner.sh": "#!/bin/sh\nset -e\npytest -q \"$@\"\n",
                "x.py": "#!/usr/bin/env python3\nimport os\nos.system('git stash')\n",
-               "tool.py": "import subprocess\nprint(subprocess.run(['ls']).returncode)\n"}
+               "tool.py": "import subprocess\nprint(subprocess.run(['ls']).returncode)\n",
+               "envfile": "GIT_DIR=/tmp/x\n"}
     for name, text in scripts.items():
         (d / name).write_text(text)
         (d / name).chmod(0o755)
@@ -702,6 +708,7 @@ SHELL_WRITES = [
     "xargs -I{} cp {} g.txt < f.txt", "env X=1 rm g.txt", "bash -c 'rm g.txt'", "sudo rm g.txt",
     "echo x > /tmp/elsewhere/.git/config", "gawk -i inplace '{print}' g.txt",
     "sed -i -e s/a/b/ f.txt g.txt", "cp -r src/api vendor/", "echo x | tee src/api/a.py g.txt",
+    "find .git -delete", "find .claude -name '*.json' -delete", "find .codex -type f -delete",
 ]
 
 EVERYDAY_CALLS: list[tuple[str, Any, str]] = [
@@ -725,7 +732,8 @@ EVERYDAY_WRITES = [
     "cat f.txt > /dev/null", "cd src/api && sed -i s/a/b/ a.py", "pytest -q > /tmp/out.txt 2>&1",
     "mkdir -p src/api/new", "sed -i '1s/x/y/' f.txt", "echo n >> notes/c.md",
     "isort src/api", "tee src/api/log.txt < f.txt", "cp f.txt /tmp/", "git diff > /tmp/p.diff",
-    "mv src/api/a.py src/api/a2.py", "black src/api f.txt",
+    "mv src/api/a.py src/api/a2.py", "black src/api f.txt", "find . -name '*.pyc' -delete",
+    "find src/api -name '*.tmp' -delete", "echo x > \"$(mktemp)\"", "git diff > \"$TMPDIR/p.diff\"",
 ]
 
 
