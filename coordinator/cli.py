@@ -44,7 +44,42 @@ def _autosync(ctx) -> None:  # type: ignore[no-untyped-def]
     sync.warn(sync.auto(ctx))
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _CoordGroup(click.Group):
+    """In a worker's session (COORD_SESSION naming a session the state knows from worker
+    commands, of a role other than the coordinator's), the coordinator's commands are
+    refused (3) before they act: the command parses as usual (so `--json` holds), then its
+    callback checks the state and raises instead of acting."""
+
+    def resolve_command(self, ctx: click.Context, args: list[str]):  # type: ignore[no-untyped-def]
+        name, cmd, rest = super().resolve_command(ctx, args)
+        import os
+
+        if cmd is not None and cmd.callback is not None and os.environ.get("COORD_SESSION"):
+            from hunkwise.coordinator.guard import coord_refusal, worker_session
+
+            session = worker_session(os.environ)
+            why = coord_refusal([name or "", *rest]) if session else None
+            if why is not None:
+                act = cmd.callback
+
+                def refuse(**kw: object) -> object:
+                    from hunkwise.shared.errors import StateRefused
+                    from hunkwise.shared.state import store
+
+                    try:
+                        state = store.load(_ctx(kw.get("repo")).lay)  # type: ignore[arg-type]
+                    except Exception:  # noqa: BLE001 - no readable state: nothing to guard
+                        return act(**kw)
+                    if session in state.sessions or any(
+                            t.session == session or (t.claim and t.claim.session == session)
+                            for t in state.tasks.values()):
+                        raise StateRefused(f"{why}; this shell runs worker session {session}")
+                    return act(**kw)
+                cmd = click.Command(cmd.name, params=cmd.params, callback=refuse)
+        return name, cmd, rest
+
+
+@click.group(cls=_CoordGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @version_option
 def cli() -> None:
     """Coordinate parallel workers on one git working tree."""

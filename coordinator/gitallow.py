@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hunkwise.coordinator.shell import Word
+from hunkwise.coordinator.shell import LazyRe, Word
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,7 @@ _GLOBAL_FLAGS = {"--no-pager", "-P", "-p", "--paginate", "--no-replace-objects",
                  "--literal-pathspecs", "--glob-pathspecs", "--noglob-pathspecs",
                  "--icase-pathspecs", "--no-optional-locks", "--no-advice", "--version",
                  "--help", "-h", "--html-path", "--man-path", "--info-path", "--exec-path"}
-_SAFE_CONFIG = re.compile(
+_SAFE_CONFIG = LazyRe(
     r"^(color\..*|advice\..*|column\..*|i18n\..*|core\.quotepath|core\.abbrev|"
     r"diff\.(algorithm|renames|noprefix|mnemonicprefix|context|indentheuristic|relative|"
     r"statgraphwidth|interhunkcontext|colormoved)|log\.(date|decorate|abbrevcommit|follow|"
@@ -132,6 +132,10 @@ def check_git(words: Sequence[Word]) -> Blocked | None:
             return Blocked(" ".join(texts)[:120], f"`git -c {setting}` could define an alias, "
                            "point hooks elsewhere or run a program; workers may not set git "
                            "configuration", DIRECT)
+        if opt in ("--git-dir", "--work-tree") or (len(opt) >= 5 and (
+                "--git-dir".startswith(opt) or "--work-tree".startswith(opt))):
+            return Blocked(" ".join(texts)[:120], f"`{opt}` points git at another repository "
+                           "or working tree, whose settings can run programs", DIRECT)
         if a in _GLOBAL_VALUE:
             i += 2
             continue
@@ -167,8 +171,29 @@ def check_git(words: Sequence[Word]) -> Blocked | None:
     return Blocked(what, reason if why == "blocked" else why, instead)
 
 
+# Options that run a program or write a file, refused on every subcommand in every
+# abbreviation git accepts.
+_RUNS = {"--upload-pack": "runs a program as the remote's upload-pack",
+         "--receive-pack": "runs a program as the remote's receive-pack",
+         "--exec": "runs a program on the remote side", "--ext-diff": "runs an external diff "
+         "program", "--textconv": "runs the configured text conversion programs",
+         "--output": "writes a file", "--open-files-in-pager": "runs a program on the matches"}
+
+
 def _sub_verdict(sub: str, args: list[str]) -> str | None:
     """None when `git SUB ARGS` is read-only; else why not ("blocked" for the default)."""
+    for a in args:
+        for opt, why in _RUNS.items():
+            if _abbrev_of(a, opt) and not (opt == "--output" and a.startswith("--output-")):
+                return f"`{a}` {why}"
+            if opt == "--exec" and a.startswith("--exec="):
+                return f"`{a}` {why}"
+    if sub == "cat-file" and any(_abbrev_of(a, "--filters") for a in args):
+        return "`--filters` runs the configured filter programs"
+    if sub == "ls-remote":
+        for a in args:
+            if a == "-u" or (a.startswith("-u") and not a.startswith("--")) or "::" in a:
+                return f"`{a}` runs a program (an upload-pack or a remote helper)"
     if sub in _READ_ANY:
         if sub in _DIFF_LIKE:
             for a in args:

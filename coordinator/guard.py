@@ -1,152 +1,86 @@
 """The agent guard: an allow-list of what a worker's agent may run or write in the shared tree.
 
 `coord guard` is an agent's PreToolUse hook (Claude Code, Codex): the tool call arrives as
-JSON on stdin; exit 2 with a reason on stderr blocks it. For a worker:
+JSON on stdin; exit 2 with a reason on stderr blocks it. For anyone but the coordinator:
 
-- shell commands: read-only git passes; every other git invocation, git behind a wrapper
-  (`timeout`, `xargs`, `eval`, `sh -c`, `$(...)`...), `-c` settings that could run a
-  program or define an alias, and whatever the parser cannot follow, is blocked;
-- file writes (Edit, Write, MultiEdit, NotebookEdit, Codex's apply_patch): a file outside
-  the grants of the tasks the session holds is blocked. The session is `$COORD_SESSION`
-  in the agent's environment (a hook inherits it); without one, writes are not judged.
+- shell commands: every simple command is resolved to the program it runs (programs.py,
+  runners.py, builtins.py): read-only git passes; every other git invocation, dangerous git
+  settings in any form, git behind a wrapper, a code string, a function, a trap, an alias or
+  another name, and whatever the lexer cannot resolve, is blocked; so are the coordinator's
+  own `coord` commands (reads pass);
+- file writes (Edit, Write, NotebookEdit, Codex's apply_patch, and shell writes whose targets
+  the line names): `.git/`, the hunkwise state and the agents' hook settings are never
+  writable; for a known worker session, a file outside the grants of the tasks it holds is
+  blocked, judged where the write lands, in the tree that holds the hunkwise state.
 
 The coordinator's own session (`HUNKWISE_COORDINATOR=1`, or a session of role `coord` or
-`coordinator`) is not restricted. This guards against accidents, not against a hostile
-agent: a program the agent writes and runs is not read.
-
-`check_command`, `check_writes` and `patch_paths` are pure and table-tested; `guard` does
-the reading (stdin, environment, state).
+`coordinator`) is not restricted. docs/protection.md gives the rules for users.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import shlex
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from hunkwise.coordinator.gitallow import DIRECT, PAGERS, Blocked, check_git
-from hunkwise.coordinator.shell import Simple, Unparsable, Word, lex, simple_commands
-from hunkwise.shared.state.models import Grant
+from hunkwise.coordinator.gitallow import Blocked
+
+if TYPE_CHECKING:
+    from hunkwise.coordinator.programs import Scope, Write
+    from hunkwise.shared.state.models import Grant
 
 # ---- judging a command line -------------------------------------------------------------
 
-_KEYWORDS = {"!", "{", "}", "then", "do", "else", "elif", "if", "while", "until", "[[", "]]"}
-_NO_COMMAND = {"for", "case", "select", "in", "esac", "fi", "done", "function"}
-# Programs that run their arguments as a command.
-WRAPPERS = {
-    "timeout", "nice", "ionice", "env", "nohup", "stdbuf", "time", "command", "exec",
-    "builtin", "sudo", "doas", "chroot", "setsid", "unbuffer", "flock", "taskset", "chrt",
-    "strace", "ltrace", "xargs", "parallel", "watch", "nsenter", "unshare", "runuser",
-    "systemd-run", "script", "busybox", "find", "fd", "entr", "caffeinate", "coproc",
-    "catchsegv", "valgrind", "faketime", "proot", "firejail", "torsocks", "npx", "uvx",
-    "pipx", "make", "ssh", "su", "gdb",
-}
-# Programs that run a string or their stdin as code.
-SHELLS = {"sh", "bash", "zsh", "dash", "ksh", "mksh", "fish", "csh", "tcsh", "ash", "eval",
-          "source", ".", "python", "python3", "perl", "ruby", "node", "php", "lua", "tclsh",
-          "awk", "gawk", "osascript", "pwsh", "deno", "bun"}
-_GIT_WORD = re.compile(r"(?<![\w.+-])git(?![\w.+])")
-_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\+?=")
-_SAFE_ENV = {"LC_ALL", "LANG", "LANGUAGE", "TZ", "TERM", "NO_COLOR", "COLUMNS", "LINES",
-             "GIT_PAGER", "PAGER"}
+
+def check_command(command: str, env: Mapping[str, str] | None = None,
+                  cwd: str | None = None, scope: Scope | None = None) -> Blocked | None:
+    """Why a worker may not run this shell command line, or None when it may. The files it
+    names as write targets are left in `scope.writes`."""
+    from hunkwise.coordinator.programs import Scope, check_line
+
+    if scope is None:
+        scope = Scope(env=os.environ if env is None else env, cwd=cwd)
+    return check_line(command, scope)
 
 
-def _assignment(w: Word) -> bool:
-    """NAME=value, with NAME and `=` unquoted (`'A=1' cmd` runs a program named A=1)."""
-    m = _ASSIGN.match(w.text)
-    return m is not None and (w.plain < 0 or m.end() <= w.plain)
+# `coord` commands a worker may run: they only read. `next` moves reports, `review` records
+# a verdict, `status --send` notifies, `signals --ack` closes signals, `index --output`
+# writes a file: the coordinator's.
+COORD_READS = {"status", "inbox", "diff", "index", "signals", "decisions", "guard"}
+_COORD_WRITING_OPTIONS = {"status": ("--send",), "signals": ("--ack",), "index": ("--output",)}
 
 
-def mentions_git(text: str) -> bool:
-    return _GIT_WORD.search(text) is not None
-
-
-def _is_git(name: str) -> bool:
-    base = name.rsplit("/", 1)[-1]
-    return base == "git" or base.startswith("git-")
-
-
-def check_command(command: str, depth: int = 0) -> Blocked | None:
-    """Why a worker may not run this shell command line, or None when it may."""
-    shown = command.strip().replace("\n", "; ")[:120]
-    if depth > 6:
-        return Blocked(shown, "commands nested this deep cannot be checked", DIRECT)
-    try:
-        lexed = lex(command)
-        cmds = simple_commands(lexed)
-    except Unparsable as e:
-        return Blocked(shown, f"the guard cannot parse this command line ({e})",
-                       "write it as plain commands the guard can read")
-    for sub in lexed.subs:
-        if mentions_git(sub):
-            return Blocked(shown, f"git inside a substitution (`{sub.strip()[:60]}`) cannot "
-                           "be checked", DIRECT)
-        inner = check_command(sub, depth + 1)
-        if inner is not None:
-            return inner
-    for cmd in cmds:
-        found = _check_simple(cmd, command)
-        if found is not None:
-            return found
-    return None
-
-
-def _check_simple(cmd: Simple, line: str) -> Blocked | None:
-    words = list(cmd.words)
-    while words and not words[0].quoted and words[0].text in _KEYWORDS:
-        words.pop(0)
-    if not words or (not words[0].quoted and words[0].text in _NO_COMMAND):
+def coord_refusal(args: Sequence[str]) -> str | None:
+    """Why a worker may not run `coord ARGS`, or None: the reading commands pass."""
+    sub = next((a for a in args if not a.startswith("-")), "")
+    if not sub or any(a in ("-h", "--help", "--version") for a in args):
         return None
-    assigns = []
-    while words and _assignment(words[0]):
-        assigns.append(words.pop(0))
-    if not words:
+    opts = _COORD_WRITING_OPTIONS.get(sub, ())
+    if sub in COORD_READS and not any(a.split("=", 1)[0] in opts for a in args):
         return None
-    head = words[0]
-    shown = " ".join(w.text for w in words)[:120]
-    if head.dynamic or head.glob:
-        return Blocked(shown, f"the guard cannot tell which program `{head.text}` runs",
-                       "name the program literally")
-    name = head.text.rsplit("/", 1)[-1]
-    args = " ".join(w.text for w in words[1:])
-    if _is_git(head.text):
-        for a in assigns:
-            key, _, value = a.text.partition("=")
-            key = key.rstrip("+")
-            if key not in _SAFE_ENV or (key in ("GIT_PAGER", "PAGER") and value not in PAGERS):
-                return Blocked(shown, f"`{key}=` before git can change what git runs or "
-                               "where it writes", DIRECT)
-        return check_git(words)
-    if name == "command" and len(words) > 1 and words[1].text in ("-v", "-V"):
+    return (f"coord {sub} is the coordinator's: a worker may run only the reading coord "
+            f"commands ({', '.join(sorted(COORD_READS - {'guard'}))})")
+
+
+def worker_session(env: Mapping[str, str]) -> str | None:
+    """The worker session this environment belongs to: COORD_SESSION naming a session that
+    is not the coordinator's (HUNKWISE_COORDINATOR=1 is the coordinator too)."""
+    session = env.get("COORD_SESSION", "").strip()
+    if not session or is_coordinator(env):
         return None
-    if name in WRAPPERS and (any(_is_git(w.text) for w in words[1:]) or mentions_git(args)):
-        return Blocked(shown, f"git behind `{name}` cannot be checked", DIRECT)
-    if name in SHELLS:
-        if mentions_git(args):
-            return Blocked(shown, f"git run through `{name}` cannot be checked", DIRECT)
-        reads_stdin = not any(not w.text.startswith("-") for w in words[1:])
-        if reads_stdin and mentions_git(line):
-            return Blocked(shown, f"`{name}` would run git from its input, which cannot be "
-                           "checked", DIRECT)
-    return None
+    return session
 
 
 # ---- writes against grants --------------------------------------------------------------
 
 def patch_paths(patch: str) -> list[str]:
-    """The files a Codex apply_patch touches: Update, Add, Delete and Move-to lines."""
-    paths = []
-    for line in patch.split("\n"):
-        line = line.rstrip("\r")
-        for head in ("*** Update File:", "*** Add File:", "*** Delete File:", "*** Move to:"):
-            if line.startswith(head):
-                p = line[len(head):].strip()
-                if p:
-                    paths.append(p)
-    return paths
+    """The files a Codex apply_patch writes, read as Codex reads the patch (applypatch.py);
+    raises applypatch.PatchError for a patch Codex would refuse."""
+    from hunkwise.coordinator import applypatch
+
+    return applypatch.paths(patch)
 
 
 def covers(grant: Grant, path: str) -> bool:
@@ -180,11 +114,100 @@ def check_writes(paths: Sequence[str], held: Sequence[tuple[str, Sequence[Grant]
                    "stop and report `worker blocked TASK_ID --reason \"needs <path>\"`")
 
 
+def _covers_tree(grant: Grant, rel: str) -> bool:
+    """Whether the grant covers every file under the directory `rel` ("" for the root)."""
+    base = f"{rel}/" if rel else ""
+    return grant.kind == "glob" and all(covers(grant, base + probe) for probe in (
+        "\x01probe", "\x01probe/\x01deeper/\x01file", ".\x01hidden"))
+
+
+def _granted_paths(grants: Sequence[Grant]) -> str:
+    out = []
+    for g in grants:
+        p = g.path
+        p = p[:-3] if p.endswith("/**") else p
+        out.append(p)
+    return " ".join(out)
+
+
+def check_tree_write(rel: str, held: Sequence[tuple[str, Sequence[Grant]]], session: str,
+                     what: str, formatter: str) -> Blocked | None:
+    """Why a session may not rewrite every file under the directory `rel`."""
+    grants = [g for _t, gs in held for g in gs]
+    if any(_covers_tree(g, rel) for g in grants):
+        return None
+    where = rel or "the whole tree"
+    tasks = ", ".join(t for t, _g in held) or "no task"
+    instead = (f"pass only your granted paths: `{formatter} {_granted_paths(grants)}`"
+               if formatter and grants else
+               "name only files your grants cover; if the task needs more, report "
+               "`worker blocked TASK_ID --reason \"needs <path>\"`")
+    return Blocked(what, f"it rewrites files under {where}, beyond the grants of {tasks} "
+                   f"({', '.join(str(g) for g in grants) or 'none'})", instead)
+
+
+# ---- where a write lands: protected files, the served tree --------------------------------
+
+def _hook_settings(parts: list[str]) -> bool:
+    low = [p.lower() for p in parts]
+    for i, p in enumerate(low):
+        if p == ".codex":
+            return True
+        if p == ".claude" and i + 1 < len(low) and low[i + 1].startswith("settings") and \
+                low[i + 1].endswith(".json"):
+            return True
+    return False
+
+
+def protected(real: str, tree: bool = False) -> str | None:
+    """Why no worker may write this path (a real, absolute path): inside a git directory,
+    or an agent's hook settings. (The state directory is checked against the served tree.)"""
+    parts = real.split(os.sep)
+    if any(p.lower().rstrip(". ") == ".git" or p.lower() == "git~1" for p in parts):
+        return "it is inside a .git directory: git's settings, hooks and refs are the coordinator's"
+    if _hook_settings(parts):
+        return "it is an agent's hook settings, which keep the guard on"
+    if tree:
+        import glob
+
+        inside = [".git", ".codex", ".claude/settings*.json"]
+        if os.path.basename(real).lower() == ".claude":
+            inside.append("settings*.json")
+        for pattern in inside:
+            found = glob.glob(os.path.join(glob.escape(real), pattern), include_hidden=True)
+            if found or os.path.lexists(os.path.join(real, pattern)):
+                return f"it holds {pattern}, which is never a worker's to write"
+    return None
+
+
+def served_tree(real: str) -> tuple[str, Any] | None:
+    """(root, layout) of the outermost working tree holding `real` that has hunkwise state:
+    a nested repository inside it is still inside its grants."""
+    from hunkwise.shared.state import store
+
+    found = None
+    d = real if os.path.isdir(real) else os.path.dirname(real)
+    while True:
+        if os.path.lexists(os.path.join(d, ".git")):
+            try:
+                lay = store.layout(__import__("pathlib").Path(d))
+            except Exception:  # noqa: BLE001 - not a repository git can read
+                lay = None
+            if lay is not None and lay.state_file.exists():
+                found = (d, lay)
+        parent = os.path.dirname(d)
+        if parent == d:
+            return found
+        d = parent
+
+
 # ---- the hook ---------------------------------------------------------------------------
 
-SHELL_TOOLS = {"Bash", "shell", "local_shell", "exec_command", "shell_command", "container.exec"}
+SHELL_TOOLS = {"Bash", "shell", "local_shell", "exec_command", "shell_command", "container.exec",
+               "Monitor"}
 EDIT_TOOLS = {"Edit", "Write", "MultiEdit", "NotebookEdit"}
 PATCH_TOOLS = {"apply_patch"}
+OPAQUE_TOOLS = {"PowerShell"}
 
 
 def is_coordinator(env: Mapping[str, str]) -> bool:
@@ -193,6 +216,16 @@ def is_coordinator(env: Mapping[str, str]) -> bool:
     if env.get("HUNKWISE_COORDINATOR") == "1":
         return True
     return session_role(env.get("COORD_SESSION", "").strip()) in ("coord", "coordinator")
+
+
+def _session(data: dict[str, Any], env: Mapping[str, str]) -> str | None:
+    """The hunkwise session making this tool call, or None when unknown."""
+    return env.get("COORD_SESSION", "").strip() or None
+
+
+def _refuse(what: str) -> tuple[int, str]:
+    return 2, (f"hunkwise guard: {what}, so it cannot be checked; `coord guard` is meant to run "
+               "as an agent's PreToolUse hook")
 
 
 def guard(stdin_text: str, env: Mapping[str, str] | None = None) -> tuple[int, str]:
@@ -205,68 +238,115 @@ def guard(stdin_text: str, env: Mapping[str, str] | None = None) -> tuple[int, s
     except ValueError:
         data = None
     if not isinstance(data, dict):
-        return 2, ("hunkwise guard: the tool call on stdin is not a JSON object, so it cannot "
-                   "be checked; `coord guard` is meant to run as an agent's PreToolUse hook")
+        return _refuse("the tool call on stdin is not a JSON object")
     tool = data.get("tool_name")
     ti = data.get("tool_input")
-    ti = ti if isinstance(ti, dict) else {}
+    if tool not in SHELL_TOOLS | EDIT_TOOLS | PATCH_TOOLS | OPAQUE_TOOLS:
+        return 0, ""
+    if not isinstance(ti, dict):
+        return _refuse(f"a {tool} call whose tool_input is not an object")
+    from hunkwise.coordinator.programs import Scope, Write
+
+    cwd = data.get("cwd") if isinstance(data.get("cwd"), str) and data["cwd"] else os.getcwd()
+    scope = Scope(env=env, cwd=cwd)
     if tool in SHELL_TOOLS:
         cmd = ti.get("command")
-        if isinstance(cmd, list) and all(isinstance(a, str) for a in cmd):
+        if isinstance(cmd, list) and cmd and all(isinstance(a, str) for a in cmd):
             cmd = shlex.join(cmd)
         if not isinstance(cmd, str):
-            return 2, f"hunkwise guard: a {tool} call without a command string cannot be checked"
-        found = check_command(cmd)
-        if found is None and "*** Begin Patch" in cmd:
-            found = _writes(patch_paths(cmd), data, env)
+            return _refuse(f"a {tool} call without a command string")
+        found = check_command(cmd, scope=scope)
+    elif tool in OPAQUE_TOOLS:
+        cmd = ti.get("command")
+        if not isinstance(cmd, str):
+            return _refuse(f"a {tool} call without a command string")
+        found = _opaque_shell(tool, cmd)
     elif tool in EDIT_TOOLS:
-        path = ti.get("file_path") or ti.get("notebook_path")
-        found = _writes([path], data, env) if isinstance(path, str) and path else None
-    elif tool in PATCH_TOOLS:
+        key = "notebook_path" if tool == "NotebookEdit" and "file_path" not in ti else "file_path"
+        path = ti.get(key)
+        if not isinstance(path, str) or not path or "\0" in path:
+            return _refuse(f"a {tool} call without a {key} string")
+        scope.writes.append(Write(scope.where(path), f"{tool} {path}"))
+        found = None
+    else:
         patch = next((ti[k] for k in ("command", "input", "patch") if isinstance(ti.get(k), str)),
                      None)
         if patch is None:
-            return 2, "hunkwise guard: an apply_patch call without a patch cannot be checked"
-        found = _writes(patch_paths(patch), data, env)
-    else:
-        return 0, ""
+            return _refuse("an apply_patch call without a patch")
+        from hunkwise.coordinator.applypatch import PatchError
+
+        try:
+            targets = patch_paths(patch)
+        except PatchError as e:
+            return 2, Blocked("apply_patch", f"the patch cannot be read as Codex reads it ({e})",
+                              "write a well-formed patch").message()
+        scope.writes += [Write(scope.where(t), f"apply_patch {t}") for t in targets]
+        found = None
+    if found is None:
+        found = judge_writes(scope.writes, _session(data, env))
     return (0, "") if found is None else (2, found.message())
 
 
-def _writes(paths: list[str], data: dict[str, Any], env: Mapping[str, str]) -> Blocked | None:
-    """Check writes against the grants of the session's tasks, read from the state.
+def _opaque_shell(tool: str, command: str) -> Blocked | None:
+    from hunkwise.coordinator import codescan
 
-    `data` is the agent's tool call as its hook sends it: another tool's open JSON, read
-    key by key with checks."""
-    from hunkwise.shared import git
+    why = codescan.opaque_verdict(command)
+    if why is None and codescan.names_git(command):
+        why = "it names git, and the guard cannot follow this shell's syntax"
+    if why is None:
+        return None
+    return Blocked(command.strip()[:120], f"this {tool} command: {why}",
+                   "run read-only git from the Bash tool, directly")
+
+
+def judge_writes(writes: Sequence[Write], session: str | None) -> Blocked | None:
+    """Why these writes may not happen: a protected file for anyone but the coordinator; a
+    file outside the grants, for a known worker session, in the tree with hunkwise state."""
     from hunkwise.shared.errors import CoordError
     from hunkwise.shared.state import store
 
-    session = env.get("COORD_SESSION", "").strip()
-    if not session or not paths:
-        return None  # no worker session known: writes are not judged (see the worker skill)
-    cwd = data.get("cwd") if isinstance(data.get("cwd"), str) else None
-    cwd = cwd or os.getcwd()
-    try:
-        top = git.toplevel(cwd)
-    except Exception:  # not in a repository: not our tree
-        return None
-    lay = store.layout(top)
-    if not lay.state_file.exists():
-        return None
-    try:
-        state = store.load(lay)
-    except CoordError as e:
-        return Blocked("write " + ", ".join(paths[:3]), f"the hunkwise state is unreadable ({e})",
-                       "ask the coordinator")
-    root = os.path.realpath(top)
-    rels = []
-    for p in paths:
-        real = os.path.realpath(os.path.join(cwd, p))
-        if os.path.commonpath([real, root]) != root:
-            continue  # outside the shared tree
-        rels.append(os.path.relpath(real, root).replace(os.sep, "/"))
-    held = [(t.id, t.grants) for t in sorted(state.tasks.values(), key=lambda t: t.id)
-            if t.active and (t.session == session or (t.claim is not None and
-                                                       t.claim.session == session))]
-    return check_writes(rels, held, session)
+    states: dict[str, Any] = {}
+    for w in writes:
+        if not os.path.isabs(w.path):
+            continue  # where it lands is unknown (a `cd` the guard could not follow)
+        real = os.path.realpath(w.path)
+        # formatters skip .git and rewrite only source files: their trees are judged by grants;
+        # `find DIR -delete` removes some files under DIR: only DIR itself is judged
+        holds = w.tree and not w.formatter and w.judged
+        why = protected(real, holds)
+        if why is None and w.path != real:
+            why = protected(os.path.normpath(w.path), holds)
+        if why is None and not w.judged and os.path.basename(real).lower() == ".claude":
+            why = "it holds the agent's hook settings, which keep the guard on"
+        served = served_tree(real)
+        if why is None and served is not None:
+            state_root = os.path.realpath(served[1].root)
+            if real == state_root or real.startswith(state_root + os.sep) or (
+                    holds and state_root.startswith(real.rstrip(os.sep) + os.sep)):
+                why = "it is the hunkwise state, which only coord and worker commands write"
+        if why is not None:
+            return Blocked(w.what, f"{w.path}: {why}", "leave it alone; if your task needs "
+                           "it, report `worker blocked TASK_ID --reason \"...\"`")
+        if served is None or session is None or not w.judged:
+            continue
+        root, lay = served
+        if root not in states:
+            try:
+                states[root] = store.load(lay)
+            except CoordError as e:
+                return Blocked(w.what, f"the hunkwise state is unreadable ({e})",
+                               "ask the coordinator")
+        state = states[root]
+        held = [(t.id, t.grants) for t in sorted(state.tasks.values(), key=lambda t: t.id)
+                if t.active and (t.session == session or (t.claim is not None and
+                                                           t.claim.session == session))]
+        rel = os.path.relpath(real, os.path.realpath(root)).replace(os.sep, "/")
+        rel = "" if rel == "." else rel
+        if w.tree:
+            found = check_tree_write(rel, held, session, w.what, w.formatter) if held else \
+                check_writes([rel or "."], held, session)
+        else:
+            found = check_writes([rel], held, session)
+        if found is not None:
+            return Blocked(w.what, found.why, found.instead)
+    return None

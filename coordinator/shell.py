@@ -16,6 +16,26 @@ class Unparsable(ValueError):
     pass
 
 
+class LazyRe:
+    """A regular expression compiled when first used: the guard starts a process on every
+    tool call, and most of its patterns serve rare lines."""
+
+    def __init__(self, pattern: str) -> None:
+        self.pattern = pattern
+        self._rx: re.Pattern[str] | None = None
+
+    def _get(self) -> re.Pattern[str]:
+        if self._rx is None:
+            self._rx = re.compile(self.pattern)
+        return self._rx
+
+    def search(self, text: str) -> re.Match[str] | None:
+        return self._get().search(text)
+
+    def match(self, text: str) -> re.Match[str] | None:
+        return self._get().match(text)
+
+
 @dataclass
 class Word:
     text: str
@@ -114,7 +134,7 @@ def lex(text: str) -> Lexed:
             return
         word.text = "".join(buf)
         raw = "".join(unquoted)
-        if any(c in raw for c in "*?["):
+        if any(c in raw for c in "*?") or re.search(r"\[[^\]]+\]", raw):
             word.glob = True
         if re.search(r"\{[^{}]*(,|\.\.)[^{}]*\}", raw):
             word.dynamic = True  # brace expansion
@@ -298,26 +318,46 @@ def lex_subs(text: str) -> list[str]:
 
 @dataclass
 class Simple:
-    """One simple command: its words (redirections taken out) and how its stdin is fed."""
+    """One simple command: its words (redirections taken out), its redirections, and what
+    feeds its stdin: "pipe" (the previous command of a pipeline, `piped_from`), "heredoc" or
+    "herestring" (the text, `stdin_text`, as written: expansions unexpanded), "file" (a `<`)."""
     words: list[Word]
     stdin_fed: bool = False
+    redirs: list[tuple[str, Word]] = field(default_factory=list)
+    stdin: str | None = None
+    stdin_text: str | None = None
+    piped_from: Simple | None = None
 
 
 def simple_commands(lexed: Lexed) -> list[Simple]:
     cmds: list[Simple] = [Simple([])]
     toks = lexed.tokens
+    bodies = iter(lexed.heredocs)
     i = 0
     while i < len(toks):
         t = toks[i]
         if isinstance(t, Word):
             cmds[-1].words.append(t)
         elif t in _REDIRS:
-            if t in ("<", "<<", "<<-", "<<<", "<>"):
-                cmds[-1].stdin_fed = True
             i += 1  # the target
             if i >= len(toks) or not isinstance(toks[i], Word):
                 raise Unparsable(f"`{t}` without a target")
+            target = toks[i]
+            assert isinstance(target, Word)
+            cur = cmds[-1]
+            cur.redirs.append((t, target))
+            if t in ("<<", "<<-"):
+                cur.stdin_fed, cur.stdin = True, "heredoc"
+                cur.stdin_text = next(bodies, None)
+            elif t == "<<<":
+                cur.stdin_fed, cur.stdin = True, "herestring"
+                cur.stdin_text = target.text + "\n"
+            elif t in ("<", "<>"):
+                cur.stdin_fed, cur.stdin = True, "file"
         else:
-            cmds.append(Simple([], stdin_fed=t in ("|", "|&")))
+            prev = cmds[-1]
+            piped = t in ("|", "|&")
+            cmds.append(Simple([], stdin_fed=piped, stdin="pipe" if piped else None,
+                               piped_from=prev if piped else None))
         i += 1
-    return [c for c in cmds if c.words]
+    return [c for c in cmds if c.words or c.redirs]

@@ -8,12 +8,14 @@ against the grants of a real shared tree's state; the Codex install on a real re
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hunkwise.coordinator.applypatch import PatchError
 from hunkwise.coordinator.guard import Blocked, check_command, check_writes, guard, patch_paths
 from hunkwise.shared.state.models import parse_grant
 
@@ -58,12 +60,12 @@ BLOCKED: list[tuple[str, str]] = [
     ("env FOO=1 git switch main", "env"),
     ("nohup git reset --hard &", "nohup"),
     ("stdbuf -oL git clean -fdx", "stdbuf"),
-    ("time git stash", "time"),
+    ("time git stash", "git stash"),
     ("command git stash", "command"),
     ("exec git stash", "exec"),
     ("sudo git reset --hard", "sudo"),
     ("find . -name '*.py' -exec git checkout {} \\;", "find"),
-    ("watch git status", "watch"),
+    ("watch git stash", "watch"),
     ("eval 'git stash'", "eval"),
     ("eval \"git \"stash", "eval"),
     ("sh -c 'git stash'", "sh"),
@@ -72,13 +74,13 @@ BLOCKED: list[tuple[str, str]] = [
     ("echo 'git stash' | sh", "sh"),
     ("bash <<EOF\ngit stash\nEOF", "bash"),
     ("python3 -c \"import os; os.system('git stash')\"", "python3"),
-    ("echo $(git stash)", "substitution"),
-    ("echo \"$(git status)\"", "substitution"),
-    ("echo `git stash`", "substitution"),
-    ("x=$(git reset --hard)", "substitution"),
-    ("cat <(git stash)", "substitution"),
-    ("cat <<EOF\n$(git stash)\nEOF", "substitution"),
-    ("$(echo git) stash", "substitution"),
+    ("echo $(git stash)", "git stash"),
+    ("echo \"$(git checkout -- .)\"", "git checkout"),
+    ("echo `git stash`", "git stash"),
+    ("x=$(git reset --hard)", "git reset --hard"),
+    ("cat <(git stash)", "git stash"),
+    ("cat <<EOF\n$(git stash)\nEOF", "git stash"),
+    ("$(echo git) stash", "which program"),
     ("$GIT stash", "which program"),
     ("/usr/bin/gi? stash", "which program"),
     ("{git,x} stash", "which program"),
@@ -182,7 +184,8 @@ ALLOWED = [
     "for f in *.py; do wc -l \"$f\"; done", "export A=1", "cd sub && ls -la",
     "find . -name '*.py' -newer f.txt", "ls | xargs wc -l", "timeout 60 pytest -q",
     "git log | awk '{print $1}'", "echo hi | bash", "worker done t1 --summary 'x'",
-    "coord status",
+    "coord status", "watch git status", "echo \"$(git status)\"",
+    "cd \"$(git rev-parse --show-toplevel)\" && pytest -q",
 ]
 
 
@@ -312,7 +315,8 @@ def test_patch_paths() -> None:
              "+hello\n*** Delete File: old.py\n*** Update File: c.py\n*** Move to: d/c.py\n"
              "@@\n-a\n+b\n*** End Patch\n")
     assert patch_paths(patch) == ["src/a.py", "new/b.py", "old.py", "c.py", "d/c.py"]
-    assert patch_paths("no patch here") == []
+    with pytest.raises(PatchError):
+        patch_paths("no patch here")
 
 
 # ---- writes against grants: a real shared tree ---------------------------------------------
@@ -453,3 +457,100 @@ def test_unknown_agent_changes_nothing(make_repo: Callable[..., Path], coord: Cl
     assert r.code == 2 and "cursor" in r.doc["error"]["message"]
     assert not (repo / ".git" / "hooks" / "pre-commit").exists()
     assert not (repo / ".codex").exists()
+
+
+# ---- coord refuses the coordinator's commands in a worker's session -------------------------
+
+@pytest.mark.parametrize("args", [["reject", "t2", "--note", "x", "--discard"],
+                                  ["grant", "t1", "--write", "*"], ["accept", "t2"],
+                                  ["thaw"], ["uninstall-hooks"], ["next"],
+                                  ["signals", "--ack", "all"], ["status", "--brief", "--send"]])
+def test_coord_refuses_the_coordinators_commands_to_a_worker_session(
+        shared: tuple[Path, str], coord: Cli, args: list[str]) -> None:
+    repo, session = shared
+    before = (repo / "g.txt").read_bytes()
+    write(repo, "g.txt", "t2's edit\n")
+    r = coord(repo, *args, session=session)
+    assert r.code == 3, r.stdout + r.stderr
+    assert f"coord {args[0]} is the coordinator's" in r.doc["error"]["message"]
+    assert (repo / "g.txt").read_text() == "t2's edit\n"  # nothing was discarded
+    tasks = {t["id"]: t for t in ok(coord(repo, "status", session=session))["tasks"]}
+    assert tasks["t2"]["state"] == "assigned"
+    assert tasks["t1"]["grants"] == ["src/**", "f.txt:1-5"]
+    assert before != (repo / "g.txt").read_bytes()
+
+
+def test_coord_reads_pass_in_a_worker_session_and_the_coordinator_is_not_refused(
+        shared: tuple[Path, str], coord: Cli) -> None:
+    repo, session = shared
+    for args in (["status"], ["inbox"], ["diff", "t1"], ["index"], ["signals"], ["decisions"]):
+        assert coord(repo, *args, session=session).code == 0, args
+    assert coord(repo, "thaw", session=session, env={"HUNKWISE_COORDINATOR": "1"}).code == 0
+    assert coord(repo, "thaw", session="sess-20260101-0000-coord@host").code == 0
+    assert coord(repo, "thaw").code == 0  # no session in the environment: not a worker's shell
+
+
+def test_coord_refusal_as_a_process_prints_one_line_and_exits_3(shared: tuple[Path, str],
+                                                                 coord: Cli) -> None:
+    repo, session = shared
+    r = coord(repo, "reject", "t2", "--note", "x", session=session, json_out=False, process=True)
+    assert r.code == 3 and r.stdout == ""
+    assert r.stderr.strip().splitlines() == [
+        f"coord: coord reject is the coordinator's: a worker may run only the reading coord "
+        f"commands (decisions, diff, inbox, index, signals, status); this shell runs worker "
+        f"session {session}"]
+    # the guard itself stays runnable from a worker's shell
+    p = subprocess.run([str(BIN / "coord"), "guard"], cwd=repo, input=bash("git status"),
+                       capture_output=True, text=True, env={**os.environ, "COORD_SESSION": session},
+                       check=False)
+    assert (p.returncode, p.stderr) == (0, "")
+
+
+# ---- apply_patch, read as Codex reads it (codex-rs/apply-patch/src/parser.rs) --------------
+
+@pytest.mark.parametrize("patch,paths", [
+    ("*** Begin Patch\n  *** Update File: a.py\n@@\n-a\n+b\n*** End Patch", ["a.py"]),
+    ("  *** Begin Patch \n*** Add File: n.py\n+x\n\t*** Delete File: old.py\n *** End Patch  \n",
+     ["n.py", "old.py"]),
+    ("<<'EOF'\n*** Begin Patch\n*** Update File: a.py\n@@\n-a\n+b\n*** End Patch\nEOF",
+     ["a.py"]),
+    ("*** Begin Patch\n*** Update File: a.py\n*** Move to: b/a.py\n@@\n-a\n+b\n*** End Patch",
+     ["a.py", "b/a.py"]),
+    # Move to is read from its line untrimmed: indented, it is a context line of the chunk
+    ("*** Begin Patch\n*** Update File: a.py\n x\n *** Move to: g.txt\n+y\n*** End Patch",
+     ["a.py"]),
+    ("*** Begin Patch\n*** Update File: a.py\n@@\n-a\n+b\n\n@@ def f\n-c\n+d\n"
+     "*** Update File: c.py\n@@\n+e\n*** End of File\n*** End Patch\r\n", ["a.py", "c.py"]),
+])
+def test_apply_patch_paths_as_codex_reads_them(patch: str, paths: list[str]) -> None:
+    assert patch_paths(patch) == paths
+
+
+@pytest.mark.parametrize("patch", [
+    "*** Update File: a.py\n@@\n-a\n+b\n*** End Patch",  # no Begin
+    "*** Begin Patch\n*** Update File: a.py\n@@\n-a\n+b\n",  # no End
+    "*** Begin Patch\n*** Update File: a.py\n*** End Patch",  # empty update
+    "*** Begin Patch\n*** Frobnicate File: a.py\n*** End Patch",
+    "*** Begin Patch\n*** Update File: a.py\n@@\n-a\nbad line\n*** End Patch",
+])
+def test_a_patch_codex_would_refuse_is_refused(patch: str) -> None:
+    with pytest.raises(PatchError):
+        patch_paths(patch)
+
+
+@pytest.mark.parametrize("grant", ["**", "*", ".git*/**", ".[g]it/**", "**/config", ".*/**"])
+def test_no_glob_grant_makes_git_the_state_or_the_hook_settings_writable(
+        make_repo: Callable[..., Path], coord: Cli, worker: Cli, grant: str) -> None:
+    repo = make_repo({"a.txt": "a\n", ".claude/settings.json": "{}\n"})
+    ok(coord(repo, "assign", "t1", "--title", "t", "--expect", "e", "--write", grant))
+    session = ok(worker(repo, "start", "t1"))["session"]
+    env = {"COORD_SESSION": session}
+    for path in (".git/config", ".git/hooks/pre-commit", ".GIT/config", ".git/coord/state.json",
+                 ".claude/settings.json", ".claude/settings.local.json", ".codex/hooks.json"):
+        code, message = guard(edit("Write", str(repo / path), repo), env)
+        assert code == 2 and "hunkwise blocked" in message, (path, message)
+    for line in ("rm -rf .claude", "echo {} > .claude/settings.json", "rm -rf .git/hooks"):
+        code, message = guard(call("Bash", {"command": line}, cwd=str(repo)), env)
+        assert code == 2 and "hunkwise blocked" in message, (line, message)
+    if grant in ("**", "*"):
+        assert guard(call("Bash", {"command": "echo x > a.txt"}, cwd=str(repo)), env) == (0, "")

@@ -80,7 +80,8 @@ def test_a_done_in_flight_loses_to_a_recovery(make_repo, coord, worker) -> None:
     age = (f"import sys; sys.path.insert(0, {str(ROOT)!r}); from pathlib import Path; "
            f"from testing.state import age_claims; age_claims(Path({str(repo)!r}), 'A')")
     check = (f"{shlex.quote(sys.executable)} -c {shlex.quote(age)} && "
-             f"{BIN / 'coord'} recover A --repo {repo} >/dev/null && "
+             # the coordinator acting meanwhile (coord refuses its commands to the worker)
+             f"HUNKWISE_COORDINATOR=1 {BIN / 'coord'} recover A --repo {repo} >/dev/null && "
              f"{BIN / 'worker'} start A --session {S_NEW} --repo {repo} >/dev/null")
     _task(coord, worker, repo, "A", "a.txt", lambda: write(repo, "a.txt", "2\n"), check=check,
           session=S_A)

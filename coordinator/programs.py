@@ -1,0 +1,352 @@
+"""Which program each simple command of a worker's shell line runs, and what it may reach.
+
+The guard's allow-list is closed by construction: every simple command is resolved to a
+program (through the shell's own constructs: wrappers, `sh -c`, `eval`, traps, functions,
+here-documents, pipes into a shell, scripts) and judged by what that program does:
+
+- git, under any name that reaches the git binary (a path, PATH, a symlink, a copy),
+  goes to the git allow-list (gitallow.py);
+- wrappers (`timeout`, `env`, `xargs`, `setpriv`, `npx`...) are parsed option by option and
+  the command they run is judged in turn; code-string runners (`eval`, `trap`, `sh -c`,
+  `watch`, `ssh`, `su -c`...) have their string judged as a command line;
+- interpreters with code strings or scripts (`python -c`, `perl -e`, `node -e`, a script
+  file) are opaque: judged as text by codescan.py;
+- programs whose arguments are data (`grep`, `ls`, `pytest`, ...) pass: the word git as an
+  argument is no reason to block;
+- any other program is unknown: it may be a wrapper, so git, a shell or a wrapper among its
+  arguments is judged as the command it could run.
+
+Writes whose targets are visible (redirections, `sed -i`, `cp`, `rm`, formatters...) are
+collected in `Scope.writes` for the guard to judge against the session's grants
+(shellwrites.py).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+
+from hunkwise.coordinator import codescan
+from hunkwise.coordinator.gitallow import DIRECT, PAGERS, Blocked, check_git
+from hunkwise.coordinator.shell import Simple, Unparsable, Word, lex, simple_commands
+
+
+@dataclass(frozen=True)
+class Write:
+    path: str  # as the command names it, joined to the directory it runs in when known
+    what: str  # the command, as shown to the agent
+    tree: bool = False  # a directory: every file under it
+    formatter: str = ""  # the formatter that rewrites it, if one does
+    judged: bool = True  # False: some files under it, unknown which (only protection applies)
+
+
+@dataclass
+class Scope:
+    """What judging one command line knows: the environment, where it runs, what it writes."""
+    env: Mapping[str, str]
+    cwd: str | None
+    depth: int = 0
+    names_git: bool = False  # the whole line names git somewhere (after normalising)
+    writes: list[Write] = field(default_factory=list)
+    refused: Blocked | None = None  # a write the line makes that is refused outright
+    made: set[str] = field(default_factory=set)  # paths this line writes, normalised
+
+    def child(self) -> Scope:
+        return replace(self, depth=self.depth + 1)  # the lists are shared
+
+    def where(self, path: str) -> str:
+        joined = path if os.path.isabs(path) or self.cwd is None else os.path.join(self.cwd, path)
+        return os.path.normpath(joined)
+
+
+Judge = Callable[[list[Word], Scope, Simple, bool], Blocked | None]
+SHOWN = 120
+
+
+def shown(words: list[Word]) -> str:
+    return " ".join(w.text for w in words)[:SHOWN]
+
+
+def _block(words: list[Word], why: str, instead: str = DIRECT) -> Blocked:
+    return Blocked(shown(words), why, instead)
+
+
+# ---- the line -----------------------------------------------------------------------------
+
+_KEYWORDS = {"!", "{", "}", "then", "do", "else", "elif", "if", "while", "until", "[[", "]]",
+             "coproc"}
+_NO_COMMAND = {"for", "case", "select", "in", "esac", "fi", "done"}
+_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\[[^]]*\])?\+?=")
+READ_TREE = ("run the commands directly, each on its own, so the guard can read them")
+
+
+def check_line(command: str, scope: Scope, opaque_fallback: bool = False) -> Blocked | None:
+    """Why a worker may not run this shell command line, or None when it may."""
+    show = command.strip().replace("\n", "; ")[:SHOWN]
+    if scope.depth > 8:
+        return Blocked(show, "commands nested this deep cannot be checked", DIRECT)
+    if scope.depth == 0:
+        scope.names_git = codescan.names_git(command)
+    try:
+        lexed = lex(command)
+        cmds = simple_commands(lexed)
+    except Unparsable as e:
+        if opaque_fallback:
+            why = codescan.opaque_verdict(command)
+            return None if why is None else Blocked(show, f"this script: {why}", READ_TREE)
+        return Blocked(show, f"the guard cannot parse this command line ({e})",
+                       "write it as plain commands the guard can read")
+    for sub in lexed.subs:
+        found = check_line(sub, scope.child())
+        if found is not None:
+            return found
+    for cmd in cmds:
+        found = judge_simple(cmd, scope)
+        if found is not None:
+            return found
+    return None
+
+
+def is_assignment(w: Word) -> bool:
+    """NAME=value, with NAME and `=` unquoted (`'A=1' cmd` runs a program named A=1)."""
+    m = _ASSIGN.match(w.text)
+    return m is not None and (w.plain < 0 or m.end() <= w.plain)
+
+
+def judge_simple(cmd: Simple, scope: Scope) -> Blocked | None:
+    from hunkwise.coordinator import shellwrites
+
+    words = list(cmd.words)
+    shellwrites.redirections(cmd, scope)
+    while words and not words[0].quoted and words[0].text in _KEYWORDS:
+        words.pop(0)
+    if words and not words[0].quoted and words[0].text == "time":
+        words.pop(0)
+        while words and words[0].text in ("-p", "--"):
+            words.pop(0)
+    if words and not words[0].quoted and words[0].text == "function":
+        words = words[2:]  # `function NAME`: its body is judged as it would run
+        while words and not words[0].quoted and words[0].text in _KEYWORDS:
+            words.pop(0)
+    if not words or (not words[0].quoted and words[0].text in _NO_COMMAND):
+        return scope.refused
+    assigns = []
+    while words and is_assignment(words[0]):
+        assigns.append(words.pop(0))
+    for a in assigns:
+        found = env_danger(a, scope, words or [a])
+        if found is not None:
+            return found
+    if not words:
+        return scope.refused
+    return judge_argv(words, scope, cmd, False) or scope.refused
+
+
+# ---- the environment ----------------------------------------------------------------------
+
+_SAFE_GIT_ENV = {"GIT_TERMINAL_PROMPT", "GIT_OPTIONAL_LOCKS", "GIT_LITERAL_PATHSPECS",
+                 "GIT_GLOB_PATHSPECS", "GIT_NOGLOB_PATHSPECS", "GIT_ICASE_PATHSPECS",
+                 "GIT_FLUSH", "GIT_ADVICE"}
+_PAGER_ENV = {"GIT_PAGER", "PAGER", "MANPAGER"}
+# Run a program or change what a shell, git or an interpreter loads, whatever follows.
+_ALWAYS_ENV = {"BASH_ENV", "ENV", "PROMPT_COMMAND", "PS0", "PS1", "PS2", "PS3", "PS4",
+               "SHELLOPTS", "BASHOPTS", "LD_PRELOAD", "LD_AUDIT", "LESS", "LESSOPEN",
+               "LESSCLOSE", "BROWSER", "NODE_OPTIONS", "PERL5OPT", "RUBYOPT", "SSH_ASKPASS",
+               "SUDO_ASKPASS", "PYTHONSTARTUP", "PYTHONINSPECT"}
+# Change which git runs or which configuration it reads: refused in a line that runs git.
+_GIT_LINE_ENV = {"PATH", "HOME", "XDG_CONFIG_HOME", "EDITOR", "VISUAL", "LD_LIBRARY_PATH"}
+
+
+def env_danger(word: Word, scope: Scope, words: list[Word]) -> Blocked | None:
+    """Why setting (or exporting) this variable is refused: NAME=value or a bare NAME."""
+    name, eq, value = word.text.partition("=")
+    name = re.sub(r"\[.*$", "", name.rstrip("+"))
+    bad = ""
+    if name in _PAGER_ENV:
+        if not eq or word.dynamic or value not in PAGERS:
+            bad = "names a program git or man runs as the pager"
+    elif name.startswith("GIT_") and name not in _SAFE_GIT_ENV:
+        bad = "changes which repository git works on or which programs it runs"
+    elif name in _ALWAYS_ENV or name.startswith(("BASH_FUNC_", "LESSKEY")):
+        bad = "runs code when a shell, a pager or an interpreter starts"
+    elif name in _GIT_LINE_ENV and scope.names_git:
+        bad = "changes which git runs or which configuration it reads, in a line that runs git"
+    if not bad:
+        return None
+    return _block(words, f"`{name}` {bad}; workers may not set it in any form (prefix, "
+                  "`env`, `export`, `declare`)", DIRECT)
+
+
+# ---- resolving the program ----------------------------------------------------------------
+
+_SHELL_NAMES = {"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox"}
+_SYSTEM_DIRS = ("/usr/", "/bin/", "/sbin/", "/lib", "/etc/", "/snap/", "/nix/store/")
+_GIT_BINARIES: list[tuple[str, int]] = []
+BUILTINS = {"cd", "echo", "printf", "read", "test", "[", "true", "false", "pwd", "export",
+            "declare", "typeset", "local", "readonly", "unset", "set", "shift", "exit",
+            "return", "wait", "kill", "jobs", "fg", "bg", "umask", "ulimit", "getopts",
+            "break", "continue", ":", "type", "hash", "alias", "unalias", "trap", "eval",
+            "source", ".", "exec", "command", "builtin", "enable", "mapfile", "readarray",
+            "shopt", "pushd", "popd", "dirs", "let", "history", "help", "logout", "times",
+            "caller", "disown", "suspend", "compgen", "complete", "compopt", "bind", "fc"}
+
+
+def _git_binaries() -> list[tuple[str, int]]:
+    if not _GIT_BINARIES:
+        for p in (shutil.which("git"), "/usr/bin/git", "/usr/lib/git-core/git"):
+            if p and os.path.exists(p):
+                real = os.path.realpath(p)
+                if all(real != r for r, _s in _GIT_BINARIES):
+                    _GIT_BINARIES.append((real, os.path.getsize(real)))
+    return _GIT_BINARIES
+
+
+def is_git_binary(real: str) -> bool:
+    """The git program itself: by name, by link, or a byte-for-byte copy."""
+    base = os.path.basename(real)
+    if base == "git" or base.startswith("git-") or base == "scalar":
+        return True
+    try:
+        size = os.path.getsize(real)
+    except OSError:
+        return False
+    for git_real, git_size in _git_binaries():
+        if real == git_real:
+            return True
+        if size == git_size:
+            import filecmp
+
+            if filecmp.cmp(real, git_real, shallow=False):
+                return True
+    return False
+
+
+def git_named(text: str) -> bool:
+    base = text.rsplit("/", 1)[-1]
+    return base == "git" or base.startswith("git-") or base == "scalar"
+
+
+def resolve(name: str, scope: Scope) -> str | None:
+    """The real path of the file this command name runs, when it can be found."""
+    if "/" in name:
+        path = scope.where(name)
+        if not os.path.isabs(path):
+            return None
+    elif name in BUILTINS:
+        return None
+    else:
+        path = shutil.which(name, path=scope.env.get("PATH", os.defpath)) or ""
+        if not path:
+            return None
+    return os.path.realpath(path) if os.path.exists(path) else None
+
+
+def read_script(real: str) -> tuple[str, str] | None:
+    """(language, text) of a script outside the system's directories: "shell" or "other"."""
+    if real.startswith(_SYSTEM_DIRS) or not os.path.isfile(real):
+        return None
+    try:
+        with open(real, "rb") as f:
+            data = f.read(256 * 1024)
+    except OSError:
+        return None
+    if b"\0" in data[:4096]:
+        return None  # a binary (its copy of git was checked above)
+    text = data.decode("utf-8", "replace")
+    first = text.split("\n", 1)[0]
+    if first.startswith("#!"):
+        interp = first[2:].strip().split()
+        prog = interp[0].rsplit("/", 1)[-1] if interp else ""
+        if prog == "env" and len(interp) > 1:
+            prog = interp[-1].rsplit("/", 1)[-1]
+        return ("shell" if prog in _SHELL_NAMES else "other"), text
+    return "shell", text  # a text file without #! runs under sh
+
+
+def follow_script(real: str, words: list[Word], scope: Scope) -> Blocked | None:
+    found = read_script(real)
+    if found is None:
+        return None
+    lang, text = found
+    if lang == "shell":
+        # A script that never names git cannot run it by itself; one that does is followed
+        # command by command.
+        if not codescan.may_reach_git(text):
+            return None
+        inner = check_line(text, scope.child(), opaque_fallback=True)
+        if inner is None:
+            return None
+        return _block(words, f"the script {real} runs `{inner.what}`: {inner.why}", DIRECT)
+    why = codescan.opaque_verdict(text)
+    return None if why is None else _block(words, f"the script {real}: {why}", READ_TREE)
+
+
+# ---- one command --------------------------------------------------------------------------
+
+def judge_argv(words: list[Word], scope: Scope, cmd: Simple, appended: bool) -> Blocked | None:
+    """Judge `words` as a command (words[0] the program); `appended`: it gets more
+    arguments the guard cannot see (`xargs`, `find -exec ... +`)."""
+    head = words[0]
+    if head.dynamic or head.glob:
+        return _block(words, f"the guard cannot tell which program `{head.text}` runs",
+                      "name the program literally")
+    if is_assignment(head):
+        found = env_danger(head, scope, words)
+        if found is not None:
+            return found
+        rest = words[1:]
+        return judge_argv(rest, scope, cmd, appended) if rest else None
+    name = head.text
+    base = name.rsplit("/", 1)[-1]
+    real = resolve(name, scope)
+    if git_named(name) or (real is not None and is_git_binary(real)):
+        if appended:
+            words = words + [Word("ARGS", dynamic=True)]
+        if git_named(name) or real is None:
+            return check_git(words)
+        as_git = Word(real if os.path.basename(real).startswith("git-") else "git")
+        found = check_git([as_git] + words[1:])
+        return None if found is None else _block(
+            words, f"`{name}` is git under another name, and `{found.what}`: {found.why}",
+            found.instead)
+    if real is not None:
+        found = follow_script(real, words, scope)
+        if found is not None:
+            return found
+    elif "/" in name and scope.where(name) in scope.made:
+        return _block(words, f"`{name}` is a program this command line writes, which the guard "
+                      "cannot read before it runs", "write it in one call and run it in "
+                      "another, so the guard can read it")
+    from hunkwise.coordinator import runners
+
+    handler = runners.HANDLERS.get(base) or runners.handler_for(base)
+    if handler is not None:
+        return handler(words, scope, cmd, appended)
+    if base in runners.DATA:
+        return None
+    return unknown(words, scope, cmd)
+
+
+def unknown(words: list[Word], scope: Scope, cmd: Simple,
+            who: str = "") -> Blocked | None:
+    """A program the guard does not know (or a wrapper given an option it does not know):
+    it may run its arguments as a command."""
+    from hunkwise.coordinator import runners
+
+    who = who or f"`{words[0].text}` is not a program the guard knows"
+
+    for i in range(1, len(words)):
+        w = words[i]
+        base = w.text.rsplit("/", 1)[-1]
+        if git_named(w.text) or base in runners.RUNNERS:
+            inner = judge_argv(words[i:], scope, cmd, False)
+            if inner is not None:
+                return _block(words, f"{who}, and it could run `{inner.what}` ({inner.why})",
+                              DIRECT)
+        elif (w.dynamic or re.search(r"[\s;&|]", w.text)) and codescan.names_git(w.text):
+            return _block(words, f"{who}, and its argument `{w.text[:60]}` looks like a command "
+                          "that runs git", DIRECT)
+    return None
