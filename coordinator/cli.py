@@ -549,7 +549,8 @@ def install_hooks(agents: tuple[str, ...], as_json: bool, repo: str | None) -> N
          + (f"\nchained existing: {', '.join(d['chained'])}" if d["chained"] else "")
          + "".join(f"\n{name} hook: {a['hook']}" + "".join(f"\n{name} skill: {s}"
                                                           for s in a.get("skills", []))
-                   for name, a in d.get("agents", {}).items()))
+                   for name, a in d.get("agents", {}).items())
+         + "".join(f"\nnote: {n}" for n in d.get("notes", [])))
 
 
 @cli.command(name="uninstall-hooks")
@@ -568,7 +569,7 @@ def guard() -> None:
     """Agent hook (Claude Code, Codex PreToolUse): read the tool call on stdin, exit 2 to block."""
     from hunkwise.coordinator import guard as agent_guard
 
-    code, message = agent_guard.guard(sys.stdin.read(4_000_000))
+    code, message = agent_guard.guard(sys.stdin.buffer.read().decode("utf-8", "replace"))
     if message:
         sys.stderr.write(message + "\n")
     raise click.exceptions.Exit(code)

@@ -25,11 +25,13 @@ import os
 import re
 import shlex
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hunkwise.coordinator.gitallow import DIRECT, PAGERS, Blocked, check_git
 from hunkwise.coordinator.shell import Simple, Unparsable, Word, lex, simple_commands
-from hunkwise.shared.state.models import Grant
+
+if TYPE_CHECKING:
+    from hunkwise.shared.state.models import Grant
 
 # ---- judging a command line -------------------------------------------------------------
 
@@ -233,6 +235,14 @@ def guard(stdin_text: str, env: Mapping[str, str] | None = None) -> tuple[int, s
     return (0, "") if found is None else (2, found.message())
 
 
+def worker_session(data: Mapping[str, Any], env: Mapping[str, str]) -> str:
+    """The worker making this call: the agent's own session id (the payload's
+    `session_id`, mapped at `worker start`), else `$COORD_SESSION`; '' when unknown."""
+    from hunkwise.shared.state.identity import session_for
+
+    return session_for(data, env)
+
+
 def _writes(paths: list[str], data: dict[str, Any], env: Mapping[str, str]) -> Blocked | None:
     """Check writes against the grants of the session's tasks, read from the state.
 
@@ -242,7 +252,7 @@ def _writes(paths: list[str], data: dict[str, Any], env: Mapping[str, str]) -> B
     from hunkwise.shared.errors import CoordError
     from hunkwise.shared.state import store
 
-    session = env.get("COORD_SESSION", "").strip()
+    session = worker_session(data, env)
     if not session or not paths:
         return None  # no worker session known: writes are not judged (see the worker skill)
     cwd = data.get("cwd") if isinstance(data.get("cwd"), str) else None

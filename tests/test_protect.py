@@ -565,7 +565,7 @@ def _settings(repo: Path) -> Path:
 
 def _ours(entries: list[Any]) -> list[dict[str, Any]]:
     return [e for e in entries if "Bash" in str(e.get("matcher")).split("|") and any(
-        str(h.get("command", "")).endswith(" guard") for h in e.get("hooks", []))]
+        "hunkwise.coordinator.hook" in str(h.get("command", "")) for h in e.get("hooks", []))]
 
 
 def test_agent_claude_writes_a_working_pretooluse_hook_git_does_not_see(plain: Shared,
@@ -610,7 +610,8 @@ def test_agent_claude_merges_into_existing_settings_idempotently(plain: Shared, 
     data = json.loads(_settings(repo).read_text())
     assert {k: v for k, v in data.items() if k != "hooks"} == {
         k: v for k, v in existing.items() if k != "hooks"}
-    assert data["hooks"]["PostToolUse"] == existing["hooks"]["PostToolUse"]
+    post = data["hooks"]["PostToolUse"]
+    assert post[:1] == existing["hooks"]["PostToolUse"] and len(_ours(post)) == 1
     pre = data["hooks"]["PreToolUse"]
     assert pre[:2] == existing["hooks"]["PreToolUse"]
     assert len(_ours(pre)) == 1 and len(pre) == 3

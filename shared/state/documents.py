@@ -670,6 +670,7 @@ class InstallHooksResult(TypedDict):
     chained: list[str]
     agent: NotRequired[str]
     agents: NotRequired[dict[str, AgentHook]]
+    notes: NotRequired[list[str]]
 
 
 class UninstallHooksResult(TypedDict):
@@ -859,6 +860,15 @@ class Recorded(TypedDict):
     lost: NotRequired[list[RecordedLoss]]
 
 
+class GuardKnows(TypedDict):
+    """`worker start`: whether the agent hooks now know this session, and by what (the
+    agent's own session variable mapped to it, or COORD_SESSION)."""
+
+    known: bool
+    agent: str | None
+    by: str | None
+
+
 class SessionResult(TypedDict):
     """`worker start --role R` (no task): the session and its pending signals."""
 
@@ -868,6 +878,7 @@ class SessionResult(TypedDict):
     checkpoint: None
     signals: list[SignalDoc]
     notes: list[NoteDoc]
+    guard: NotRequired[GuardKnows]
 
 
 class LostPaths(TypedDict):
@@ -888,6 +899,7 @@ class StartResult(TypedDict):
     expect: str
     notes: list[NoteDoc]
     lost: LostPaths | None
+    guard: NotRequired[GuardKnows]
 
 
 class DeliveredReport(TypedDict):
