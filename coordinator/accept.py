@@ -297,6 +297,13 @@ def _accept(ctx: Ctx, task_id: str, *, message: str | None, recheck: bool | None
                 raise CheckFailed(f"{task_id}: recheck on HEAD + the task's changes failed: "
                                   + ", ".join(f"{r.command!r} (exit {r.exit_code})" for r in bad)
                                   + "; nothing committed", details=failure_text(bad))
+        from hunkwise.coordinator.hooks import user_pre_commit
+
+        hooked = user_pre_commit(ctx, head, plan.tree)
+        if hooked is not None and not hooked.passed:
+            raise CheckFailed(f"{task_id}: the repository's pre-commit hook refused this commit "
+                              f"(exit {hooked.exit_code}); nothing committed",
+                              details=hooked.output_tail)
         with store.locked(ctx.lay):
             state = store.load(ctx.lay)
             if state.freeze is not None:

@@ -29,6 +29,7 @@ from hunkwise.shared.state import store
 from hunkwise.shared.state.context import Ctx
 
 if TYPE_CHECKING:
+    from hunkwise.shared.proc import Ran
     from hunkwise.shared.state.documents import AgentHook, InstallHooksResult, UninstallHooksResult
 
 MARK = "# installed by hunkwise (coord install-hooks)"
@@ -500,3 +501,32 @@ def uninstall_agent(ctx: Ctx, agent: str, manifest: dict[str, Any] | None = None
     else:
         store.atomic_write(path, (json.dumps(data, indent=2) + "\n").encode())
     return str(path)
+
+
+# ---- the user's own pre-commit hook, on each accepted commit --------------------------------
+
+PRE_COMMIT_TIMEOUT_S = 600.0
+
+
+def user_pre_commit(ctx: Ctx, head: str | None, tree: str) -> Ran | None:
+    """Run the repository's pre-commit hook on exactly `tree` staged over `head`, in a
+    scratch checkout (never in the shared tree, where a hook that stashes unstaged changes
+    would yank every worker's edits). The hook runs as `git commit` runs it, from the
+    checkout's top level, marked as the coordinator's (hunkwise's own pre-commit then
+    passes straight to the hook it chains). None when there is no hook of the user's."""
+    from hunkwise.shared.git.checkout import clean_checkout
+    from hunkwise.shared.proc import run_command
+
+    hook = hooks_dir(ctx) / "pre-commit"
+    if head is None or not os.access(hook, os.X_OK):
+        return None
+    if _ours(hook) and not (hook.parent / ("pre-commit" + CHAINED)).exists():
+        return None  # only hunkwise's own, which lets the coordinator through
+    with clean_checkout(ctx.repo, head) as where:
+        # HEAD stays the parent; index and files become the commit's: what is staged is
+        # exactly the commit's change, as a `git commit` of it would see.
+        git.run(where, "read-tree", "-m", "-u", head, tree, env={"HUNKWISE_COORDINATOR": "1"})
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")}
+        env["HUNKWISE_COORDINATOR"] = "1"
+        return run_command(shlex.quote(str(hook)), where, PRE_COMMIT_TIMEOUT_S, env=env)

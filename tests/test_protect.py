@@ -495,16 +495,18 @@ def test_existing_hooks_are_chained_kept_running_and_restored(plain: Shared, coo
     logged = tx_log.read_text().splitlines()
     assert "prepared refs/heads/main" in logged and "committed refs/heads/main" in logged
 
+    # The user's pre-commit ran once, on the accepted commit (in a scratch checkout).
+    assert pre_log.read_text() == "pre-commit ran\n"
     # pre-commit: the chained hook runs for the coordinator, not for a worker.
     env = _env(True)
     run_hook = [str(hooks / "pre-commit")]
     assert subprocess.run(run_hook, check=False, cwd=repo, env=env).returncode == 0
-    assert pre_log.read_text() == "pre-commit ran\n"
+    assert pre_log.read_text() == "pre-commit ran\n" * 2
     assert subprocess.run(run_hook, check=False, cwd=repo, env=_env(False),
                           capture_output=True).returncode != 0
-    assert pre_log.read_text() == "pre-commit ran\n"
-    cgit(repo, "commit", "-q", "--allow-empty", "-m", "coordinator's own commit")
     assert pre_log.read_text() == "pre-commit ran\n" * 2
+    cgit(repo, "commit", "-q", "--allow-empty", "-m", "coordinator's own commit")
+    assert pre_log.read_text() == "pre-commit ran\n" * 3
 
     out = ok(coord(repo, "uninstall-hooks"))
     assert sorted(out["restored"]) == ["pre-commit", "reference-transaction"]
