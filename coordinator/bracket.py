@@ -23,14 +23,15 @@ the call's own; the bracket cannot tell them apart.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
+import re
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # call records are plain os.path strings: no pathlib on every hook call
+    from pathlib import Path
 
 CALLS = "calls"
 CALL_REFS = "refs/hunkwise/calls"
@@ -47,19 +48,30 @@ def _key(full: Path) -> Key | None:
     return [st.st_ino, st.st_size, st.st_mtime_ns]
 
 
+_PLAIN = re.compile(r"[A-Za-z0-9_.@-]{1,100}")
+
+
 def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:32]
+    """A file-name-safe stand-in for an id: the id itself when plain, else a digest."""
+    if _PLAIN.fullmatch(text) and not text.startswith("."):
+        return text.replace("@", "_at_")
+    import hashlib
+
+    return "h" + hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:32]
 
 
 # ---- the tree's uncommitted state ---------------------------------------------------------
 
-@dataclass
 class Dirty:
     """One path that differs from the index: `index` is its index entry (None: untracked),
-    `present` whether the working tree holds it."""
+    `present` whether the working tree holds it. (No dataclass: its import costs a hook
+    call milliseconds.)"""
 
-    index: Entry | None
-    present: bool
+    __slots__ = ("index", "present")
+
+    def __init__(self, index: Entry | None, present: bool) -> None:
+        self.index = index
+        self.present = present
 
 
 def status(repo: Path) -> dict[str, Dirty]:
@@ -106,8 +118,8 @@ def _mode(full: Path) -> str:
 
 # ---- call records -------------------------------------------------------------------------
 
-def _calls(root: Path) -> Path:
-    return root / CALLS
+def _calls(root: str) -> str:
+    return os.path.join(root, CALLS)
 
 
 def call_id(data: Mapping[str, Any]) -> str | None:
@@ -115,7 +127,7 @@ def call_id(data: Mapping[str, Any]) -> str | None:
     return _digest(tid) if isinstance(tid, str) and tid else None
 
 
-def open_call(root: Path, data: Mapping[str, Any], who: str, paths: list[str] | None,
+def open_call(root: str, data: Mapping[str, Any], who: str, paths: list[str] | None,
               before: dict[str, Any] | None = None) -> None:
     """Record that a tool call of `who` starts (paths: the files it writes; None: a shell
     call, which may write any file). `before` is a shell call's before-record."""
@@ -123,39 +135,50 @@ def open_call(root: Path, data: Mapping[str, Any], who: str, paths: list[str] | 
     if cid is None:
         return
     d = _calls(root)
-    d.mkdir(parents=True, exist_ok=True)
+    os.makedirs(d, exist_ok=True)
     rec = {"who": who, "start": time.time(), "paths": paths, "before": before}
-    tmp = d / f".open-{cid}.{os.getpid()}.tmp"
-    tmp.write_text(json.dumps(rec, separators=(",", ":")), encoding="utf-8")
-    os.replace(tmp, d / f"open-{cid}.json")
+    _write(os.path.join(d, f".open-{cid}.{os.getpid()}.tmp"), os.path.join(d, f"open-{cid}.json"),
+           rec)
 
 
-def close_call(root: Path, data: Mapping[str, Any]) -> dict[str, Any] | None:
+def _write(tmp: str, dest: str, doc: Any) -> None:
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(json.dumps(doc, separators=(",", ":")))
+    os.replace(tmp, dest)
+
+
+def _read(path: str) -> Any:
+    with open(path, encoding="utf-8") as f:
+        return json.loads(f.read())
+
+
+def close_call(root: str, data: Mapping[str, Any]) -> dict[str, Any] | None:
     """End a call's record (it stays, closed, for KEEP_S to show overlaps); its record."""
     cid = call_id(data)
     if cid is None:
         return None
     d = _calls(root)
-    opened = d / f"open-{cid}.json"
+    opened = os.path.join(d, f"open-{cid}.json")
     try:
-        rec: dict[str, Any] = json.loads(opened.read_text(encoding="utf-8"))
+        rec = _read(opened)
     except (OSError, ValueError):
+        return None
+    if not isinstance(rec, dict):
         return None
     now = time.time()
     rec["end"] = now
     closed = {k: v for k, v in rec.items() if k != "before"}
-    tmp = d / f".done-{cid}.{os.getpid()}.tmp"
-    tmp.write_text(json.dumps(closed, separators=(",", ":")), encoding="utf-8")
-    os.replace(tmp, d / f"done-{now:.6f}-{cid}.json")
+    _write(os.path.join(d, f".done-{cid}.{os.getpid()}.tmp"),
+           os.path.join(d, f"done-{now:.6f}-{cid}.json"), closed)
     try:
-        opened.unlink()
+        os.unlink(opened)
     except OSError:
         pass
     _prune(d, now)
     return rec
 
 
-def _prune(d: Path, now: float) -> None:
+def _prune(d: str, now: float) -> None:
     try:
         names = os.listdir(d)
     except OSError:
@@ -168,12 +191,12 @@ def _prune(d: Path, now: float) -> None:
                 continue
             if end < now - KEEP_S:
                 try:
-                    os.unlink(d / name)
+                    os.unlink(os.path.join(d, name))
                 except OSError:
                     pass
 
 
-def overlapping(root: Path, who: str, start: float, end: float) -> tuple[bool, set[str]]:
+def overlapping(root: str, who: str, start: float, end: float) -> tuple[bool, set[str]]:
     """Other sessions' tool calls that ran at some time between `start` and `end`:
     (whether one was a shell call, which may have written anything; the files the others
     named)."""
@@ -195,7 +218,7 @@ def overlapping(root: Path, who: str, start: float, end: float) -> tuple[bool, s
         elif not name.startswith("open-"):
             continue
         try:
-            rec = json.loads((d / name).read_text(encoding="utf-8"))
+            rec = _read(os.path.join(d, name))
         except (OSError, ValueError):
             continue  # a record being replaced: its other name is read
         if not isinstance(rec, dict) or rec.get("who") == who:
@@ -212,16 +235,18 @@ def overlapping(root: Path, who: str, start: float, end: float) -> tuple[bool, s
 
 # ---- before a shell call ------------------------------------------------------------------
 
-def before(repo: Path, root: Path, session: str) -> dict[str, Any]:
+def before(repo: Path, root: str, session: str) -> dict[str, Any]:
     """The tree's uncommitted state before a shell call: {path: [mode, oid, key] or None
     (deleted)} of every path that differs from the index. Blobs are stored and the record
     kept reachable under refs/hunkwise/calls/ (only when it differs from this session's
     last one: an unchanged tree costs one `git status`)."""
     dirty = status(repo)
-    last_file = _calls(root) / f"last-{_digest(session)}.json"
+    last_file = os.path.join(_calls(root), f"last-{_digest(session)}.json")
     try:
-        last: dict[str, Any] = json.loads(last_file.read_text(encoding="utf-8"))
+        last = _read(last_file)
     except (OSError, ValueError):
+        last = {}
+    if not isinstance(last, dict):
         last = {}
     rec: dict[str, Any] = {}
     todo = []
@@ -243,10 +268,8 @@ def before(repo: Path, root: Path, session: str) -> dict[str, Any]:
             rec[path][1] = oid
     if rec != last:
         _keep(repo, session, rec)
-        _calls(root).mkdir(parents=True, exist_ok=True)
-        tmp = last_file.with_name(f".{last_file.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(rec, separators=(",", ":")), encoding="utf-8")
-        os.replace(tmp, last_file)
+        os.makedirs(_calls(root), exist_ok=True)
+        _write(f"{last_file}.{os.getpid()}.tmp", last_file, rec)
     return rec
 
 
@@ -276,19 +299,21 @@ def _keep(repo: Path, session: str, rec: Mapping[str, Any]) -> None:
 
 # ---- after a shell call -------------------------------------------------------------------
 
-@dataclass
 class Change:
-    path: str
-    old: Entry | None  # what the file held before the call (None: absent)
-    now: str | None  # its blob id now (None: absent)
+    __slots__ = ("path", "old", "now")
+
+    def __init__(self, path: str, old: Entry | None, now: str | None) -> None:
+        self.path = path
+        self.old = old  # what the file held before the call (None: absent)
+        self.now = now  # its blob id now (None: absent)
 
 
-@dataclass
 class Outcome:
-    put_back: list[str] = field(default_factory=list)
-    reported: list[str] = field(default_factory=list)  # outside the grants, not undone
-    failed: list[str] = field(default_factory=list)  # could not be put back
-    changed: list[Change] = field(default_factory=list)
+    def __init__(self) -> None:
+        self.put_back: list[str] = []
+        self.reported: list[str] = []  # outside the grants, not undone
+        self.failed: list[str] = []  # could not be put back
+        self.changed: list[Change] = []
 
     def message(self) -> str:
         out = []
@@ -358,7 +383,7 @@ def changes(repo: Path, rec: Mapping[str, Any]) -> list[Change]:
     return result
 
 
-def after(repo: Path, root: Path, session: str, rec: Mapping[str, Any], start: float,
+def after(repo: Path, root: str, session: str, rec: Mapping[str, Any], start: float,
           end: float, covered: Any) -> Outcome:
     """Check a shell call of `session` that ran from `start` to `end`: put back what it
     wrote outside the grants (`covered(path)` says whether a grant covers a path) unless
@@ -389,9 +414,11 @@ def after(repo: Path, root: Path, session: str, rec: Mapping[str, Any], start: f
     return res
 
 
-def _note_added(repo: Path, root: Path, session: str, changed: list[Change]) -> None:
+def _note_added(repo: Path, root: str, session: str, changed: list[Change]) -> None:
     """Provenance of a shell call: the lines each changed file holds now and did not
     before."""
+    from pathlib import Path
+
     from hunkwise.shared import git
     from hunkwise.shared.state import provenance
 
@@ -406,4 +433,4 @@ def _note_added(repo: Path, root: Path, session: str, changed: list[Change]) -> 
             continue
         was = set(olds.get(c.old[1], b"").split(b"\n")) if c.old is not None else set()
         added = [ln for ln in new.split(b"\n") if ln not in was]
-        provenance.note(root, session, c.path, added)
+        provenance.note(Path(root), session, c.path, added)

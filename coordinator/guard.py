@@ -190,7 +190,7 @@ PATCH_TOOLS = {"apply_patch"}
 
 
 def is_coordinator(env: Mapping[str, str]) -> bool:
-    from hunkwise.shared.state.context import session_role
+    from hunkwise.shared.state.identity import session_role  # not context's: no state layer
 
     if env.get("HUNKWISE_COORDINATOR") == "1":
         return True

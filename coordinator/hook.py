@@ -25,8 +25,10 @@ import json
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # paths are os.path strings until a call needs git: pathlib costs ms
+    from pathlib import Path
 
 SHELLS = {"Bash", "PowerShell", "Monitor", "shell", "local_shell", "exec_command",
           "shell_command", "container.exec"}
@@ -66,20 +68,28 @@ def _payload(text: str) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def _top(data: Mapping[str, Any]) -> Path | None:
+def _top(data: Mapping[str, Any]) -> str | None:
     """The working tree's top level, found from the call's cwd by its `.git`."""
     cwd = data.get("cwd")
-    here = Path(os.path.realpath(cwd if isinstance(cwd, str) and cwd else os.getcwd()))
-    for top in (here, *here.parents):
-        if os.path.lexists(top / ".git"):
-            return top
-    return None
+    here = os.path.realpath(cwd if isinstance(cwd, str) and cwd else os.getcwd())
+    while not os.path.lexists(os.path.join(here, ".git")):
+        up = os.path.dirname(here)
+        if up == here:
+            return None
+        here = up
+    return here
 
 
-def _rel(top: Path, path: str, data: Mapping[str, Any]) -> str | None:
+def _path(p: str) -> Path:
+    from pathlib import Path
+
+    return Path(p)
+
+
+def _rel(top: str, path: str, data: Mapping[str, Any]) -> str | None:
     """A tool's file path as a repository path (None: outside the tree)."""
     cwd = data.get("cwd")
-    base = cwd if isinstance(cwd, str) and cwd else str(top)
+    base = cwd if isinstance(cwd, str) and cwd else top
     real = os.path.realpath(os.path.join(base, path))
     root = os.path.realpath(top)
     if os.path.commonpath([real, root]) != root or real == root:
@@ -127,7 +137,7 @@ def pre(text: str, env: Mapping[str, str]) -> Result:
     from hunkwise.shared.state.identity import state_root
 
     root = state_root(top, env)
-    if root is None or not root.is_dir():
+    if root is None or not os.path.isdir(root):
         return 0, "", ""  # no hunkwise state in this tree: nothing to bracket
     session = "" if _coordinator(env) else guard.worker_session(data, env)
     from hunkwise.coordinator import bracket
@@ -139,7 +149,7 @@ def pre(text: str, env: Mapping[str, str]) -> Result:
         paths = None
         if session:
             try:
-                before = bracket.before(top, root, session)
+                before = bracket.before(_path(top), root, session)
             except Exception as e:  # the call runs unbracketed rather than not at all
                 return 0, "", f"hunkwise: the tree could not be recorded before this call ({e})"
     else:
@@ -170,7 +180,7 @@ def post(text: str, env: Mapping[str, str]) -> Result:
     from hunkwise.shared.state.identity import state_root
 
     root = state_root(top, env)
-    if root is None or not root.is_dir():
+    if root is None or not os.path.isdir(root):
         return 0, "", ""
     from hunkwise.coordinator import bracket
 
@@ -190,14 +200,14 @@ def post(text: str, env: Mapping[str, str]) -> Result:
             return 0, "", ""
     if tool not in SHELLS or rec is None or not isinstance(rec.get("before"), dict):
         return 0, "", ""
-    grants = _grants(top, session)
+    grants = _grants(_path(top), session)
     from hunkwise.coordinator.guard import covers
 
     def covered(path: str) -> bool:
         return any(covers(g, path) for g in grants)
 
     try:
-        res = bracket.after(top, root, session, rec["before"], float(rec["start"]),
+        res = bracket.after(_path(top), root, session, rec["before"], float(rec["start"]),
                             float(rec["end"]), covered)
     except Exception as e:
         return 0, "", f"hunkwise: the tree could not be checked after this call ({e})"
@@ -254,7 +264,7 @@ def _patch_lines(patch: str) -> dict[str, list[bytes]]:
     return {p: v for p, v in out.items() if p}
 
 
-def _note_tool(top: Path, root: Path, session: str, tool: Any, ti: Mapping[str, Any],
+def _note_tool(top: str, root: str, session: str, tool: Any, ti: Mapping[str, Any],
                data: Mapping[str, Any], patch: str | None) -> None:
     """Provenance of a file tool call: the whole lines it wrote."""
     from hunkwise.shared.state import provenance
@@ -274,7 +284,7 @@ def _note_tool(top: Path, root: Path, session: str, tool: Any, ti: Mapping[str, 
     for p, lines in written.items():
         rel = _rel(top, p, data)
         if rel is not None and lines:
-            provenance.note(root, session, rel, lines)
+            provenance.note(_path(root), session, rel, lines)
 
 
 # ---- ConfigChange (Claude Code) -----------------------------------------------------------
@@ -288,7 +298,7 @@ def config(text: str, env: Mapping[str, str]) -> Result:
         return 0, "", ""
     from hunkwise.coordinator.hooks import agent_hook_present
 
-    if agent_hook_present(top, "claude"):
+    if agent_hook_present(_path(top), "claude"):
         return 0, "", ""
     return 2, "", ("hunkwise: this change removes the hunkwise hooks from "
                    ".claude/settings.local.json and is not applied; the coordinator removes "

@@ -316,7 +316,9 @@ def hook_command(arg: str) -> str:
     py = shlex.quote(_interpreter())
     why = ("hunkwise: the agent hook could not run (exit $rc); the call is blocked: run coord "
            "install-hooks again from a working installation")
-    return (f"{py} -I -m {HOOK_MODULE} {arg}; rc=$?; "
+    # -c rather than -m: runpy's import costs every call milliseconds.
+    run = shlex.quote(f"import sys; from {HOOK_MODULE} import main; sys.exit(main())")
+    return (f"{py} -I -c {run} {arg}; rc=$?; "
             f'[ $rc -eq 0 ] || [ $rc -eq 2 ] || {{ echo "{why}" >&2; exit 2; }}; exit $rc')
 
 

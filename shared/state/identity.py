@@ -15,17 +15,19 @@ nothing here imports the state layer (hooks pay for each import on every call).
 
 from __future__ import annotations
 
-import hashlib
 import os
+import re
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
+# Paths are plain strings here (os.path): pathlib's import costs a hook call milliseconds.
+StrPath = str | os.PathLike[str]
 DIR = "identities"
 # The variables an agent exports to the commands it runs, naming its own session (the
 # hooks' `session_id`), in the order they are looked at.
 AGENT_VARS = (("claude", "CLAUDE_CODE_SESSION_ID"), ("codex", "CODEX_THREAD_ID"))
 _MAX_ID = 200
+_PLAIN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 
 
 def agent_identity(env: Mapping[str, str]) -> tuple[str, str] | None:
@@ -37,15 +39,29 @@ def agent_identity(env: Mapping[str, str]) -> tuple[str, str] | None:
     return None
 
 
-def _file(root: Path, agent_id: str) -> Path:
-    return root / DIR / hashlib.sha256(agent_id.encode("utf-8", "replace")).hexdigest()[:40]
+def _file(root: StrPath, agent_id: str) -> str:
+    """The mapping's file: named after the id itself when it is a plain one (the UUIDs both
+    agents use), else after its digest."""
+    if _PLAIN_ID.fullmatch(agent_id):
+        return os.path.join(root, DIR, agent_id)
+    import hashlib
+
+    digest = hashlib.sha256(agent_id.encode("utf-8", "replace")).hexdigest()[:40]
+    return os.path.join(root, DIR, "h-" + digest)
 
 
-def record(root: Path, agent_id: str, session: str) -> Path:
+def session_role(session: str) -> str:
+    """The role of a session id (`sess-YYYYMMDD-HHMM-<role>@<machine>`), as
+    shared/state/context.py reads it, without the state layer's imports."""
+    m = re.match(r"sess-\d{8}-\d{4}-(?P<role>[^@]+)@(?P<host>.+)$", session)
+    return m["role"].split(".")[0] if m else ""
+
+
+def record(root: StrPath, agent_id: str, session: str) -> str:
     """Map an agent's session id to a hunkwise session (atomic: temp file, rename)."""
     path = _file(root, agent_id)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = f"{path}.{os.getpid()}.tmp"
     with open(tmp, "w", encoding="utf-8") as f:
         f.write(session + "\n")
         f.flush()
@@ -54,93 +70,73 @@ def record(root: Path, agent_id: str, session: str) -> Path:
     return path
 
 
-def lookup(root: Path, agent_id: str) -> str | None:
+def lookup(root: StrPath, agent_id: str) -> str | None:
     """The hunkwise session mapped to this agent session id, or None."""
     if not agent_id or len(agent_id) > _MAX_ID:
         return None
     try:
-        text = _file(root, agent_id).read_text(encoding="utf-8").strip()
+        with open(_file(root, agent_id), encoding="utf-8") as f:
+            text = f.read().strip()
     except (OSError, UnicodeDecodeError):
         return None
     return text or None
 
 
-def forget_all(root: Path) -> int:
-    """Remove every mapping (`coord uninstall-hooks`)."""
-    d = root / DIR
-    n = 0
-    try:
-        names = os.listdir(d)
-    except OSError:
-        return 0
-    for name in names:
-        try:
-            os.unlink(d / name)
-            n += 1
-        except OSError:
-            pass
-    try:
-        d.rmdir()
-    except OSError:
-        pass
-    return n
-
-
 # ---- finding the state directory without a git process -----------------------------------
 
-def git_common_dir(start: Path) -> Path | None:
+def git_common_dir(start: StrPath) -> str | None:
     """The git common directory of the repository holding `start`, found by reading
     `.git` (a directory, or a linked worktree's `gitdir:` file and its `commondir`); None
     where discovery is bounded or the layout is not the plain one (git decides then)."""
     if any(os.environ.get(k) for k in ("GIT_DIR", "GIT_COMMON_DIR", "GIT_CEILING_DIRECTORIES",
                                        "GIT_DISCOVERY_ACROSS_FILESYSTEM")):
         return None
-    here = Path(os.path.realpath(start))
-    for top in (here, *here.parents):
-        dot = top / ".git"
-        if dot.is_dir():
-            common = dot / "commondir"
-            if common.exists():
-                return _common_of(dot)
-            return dot
-        if dot.is_file():
+    here = os.path.realpath(start)
+    while True:
+        dot = os.path.join(here, ".git")
+        if os.path.isdir(dot):
+            return _common_of(dot)
+        if os.path.isfile(dot):
             try:
-                line = dot.read_text(encoding="utf-8").strip()
+                with open(dot, encoding="utf-8") as f:
+                    line = f.read().strip()
             except (OSError, UnicodeDecodeError):
                 return None
             if not line.startswith("gitdir:"):
                 return None
-            gd = Path(line[len("gitdir:"):].strip())
-            gd = gd if gd.is_absolute() else (top / gd)
-            return _common_of(Path(os.path.realpath(gd)))
-    return None
+            gd = os.path.join(here, line[len("gitdir:"):].strip())
+            return _common_of(os.path.realpath(gd))
+        up = os.path.dirname(here)
+        if up == here:
+            return None
+        here = up
 
 
-def _common_of(git_dir: Path) -> Path | None:
+def _common_of(git_dir: str) -> str | None:
     try:
-        rel = (git_dir / "commondir").read_text(encoding="utf-8").strip()
+        with open(os.path.join(git_dir, "commondir"), encoding="utf-8") as f:
+            rel = f.read().strip()
     except FileNotFoundError:
         return git_dir
     except (OSError, UnicodeDecodeError):
         return None
-    p = Path(rel)
-    return Path(os.path.realpath(p if p.is_absolute() else git_dir / p))
+    return os.path.realpath(os.path.join(git_dir, rel))
 
 
-def state_root(start: Path, env: Mapping[str, str]) -> Path | None:
+def state_root(start: StrPath, env: Mapping[str, str]) -> str | None:
     """The state directory (`$COORD_DIR`, else `coord/` in the git common directory), as
     `store.layout` finds it, for a hook started in `start`."""
     if env.get("COORD_DIR"):
-        return Path(env["COORD_DIR"]).resolve()
+        return os.path.realpath(env["COORD_DIR"])
     common = git_common_dir(start)
     if common is None:
         try:
             from hunkwise.shared import git
 
-            common = git.common_dir(git.toplevel(start))
+            common = str(git.common_dir(git.toplevel(str(start))))
         except Exception:  # not in a repository: no state
             return None
-    return common / "coord"
+    return os.path.join(common, "coord")
 
 
 def session_for(data: Mapping[str, Any], env: Mapping[str, str]) -> str:
@@ -150,7 +146,7 @@ def session_for(data: Mapping[str, Any], env: Mapping[str, str]) -> str:
     agent_id = data.get("session_id")
     if isinstance(agent_id, str) and agent_id:
         cwd = data.get("cwd")
-        root = state_root(Path(cwd) if isinstance(cwd, str) and cwd else Path.cwd(), env)
+        root = state_root(cwd if isinstance(cwd, str) and cwd else os.getcwd(), env)
         found = lookup(root, agent_id) if root is not None else None
         if found:
             return found
