@@ -112,9 +112,13 @@ def _who(data: Mapping[str, Any], session: str) -> str:
 
 
 def _coordinator(env: Mapping[str, str]) -> bool:
-    from hunkwise.coordinator.guard import is_coordinator
+    """guard.is_coordinator, without importing the guard's lexer (a PostToolUse call judges
+    nothing)."""
+    from hunkwise.shared.state.identity import session_role
 
-    return is_coordinator(env)
+    if env.get("HUNKWISE_COORDINATOR") == "1":
+        return True
+    return session_role(env.get("COORD_SESSION", "").strip()) in ("coord", "coordinator")
 
 
 # ---- PreToolUse ---------------------------------------------------------------------------
@@ -187,9 +191,9 @@ def post(text: str, env: Mapping[str, str]) -> Result:
     rec = bracket.close_call(root, data)
     if _coordinator(env):
         return 0, "", ""
-    from hunkwise.coordinator.guard import worker_session
+    from hunkwise.shared.state.identity import session_for
 
-    session = worker_session(data, env)
+    session = session_for(data, env)  # what guard.worker_session says, without the lexer
     if not session:
         return 0, "", ""
     ti = _tool_input(data)
