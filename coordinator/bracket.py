@@ -273,9 +273,9 @@ def before(repo: Path, root: str, session: str) -> dict[str, Any]:
     return rec
 
 
-def _keep(repo: Path, session: str, rec: Mapping[str, Any]) -> None:
+def _keep(repo: Path, session: str, rec: Mapping[str, Any], ref: str | None = None) -> str:
     """A tree of the uncommitted files, written through a throwaway index, kept under
-    refs/hunkwise/calls/<session digest>: the objects survive `git gc`."""
+    refs/hunkwise/calls/<session digest> (or `ref`): the objects survive `git gc`."""
     import tempfile
 
     from hunkwise.shared import git
@@ -289,12 +289,13 @@ def _keep(repo: Path, session: str, rec: Mapping[str, Any]) -> None:
         git.run(repo, "update-index", "-z", "--add", "--index-info",
                 input=git.index_info(entries, repo), env=env)
         tree = git.run(repo, "write-tree", env=env).decode().strip()
-        git.run(repo, "update-ref", f"{CALL_REFS}/{_digest(session)}", tree, env=env)
+        git.run(repo, "update-ref", ref or f"{CALL_REFS}/{_digest(session)}", tree, env=env)
     finally:
         try:
             os.unlink(index)
         except OSError:
             pass
+    return tree
 
 
 # ---- after a shell call -------------------------------------------------------------------
@@ -314,12 +315,16 @@ class Outcome:
         self.reported: list[str] = []  # outside the grants, not undone
         self.failed: list[str] = []  # could not be put back
         self.changed: list[Change] = []
+        self.kept = ""  # the tree holding what the call wrote into the files put back
 
     def message(self) -> str:
         out = []
         if self.put_back:
             out.append("hunkwise: this command wrote outside your grants; put back as they "
                        f"were before it: {', '.join(self.put_back[:10])}")
+            if self.kept:
+                out.append(f"hunkwise: what it wrote there is kept in tree {self.kept[:12]} "
+                           f"(git show {self.kept[:12]}:PATH)")
         if self.reported:
             out.append("hunkwise: changed outside your grants while another session's tool "
                        f"call ran, so not undone: {', '.join(self.reported[:10])}; if this "
@@ -396,12 +401,17 @@ def after(repo: Path, root: str, session: str, rec: Mapping[str, Any], start: fl
     if not res.changed:
         return res
     anything, named = overlapping(root, session, start, end)
-    for ch in res.changed:
-        if covered(ch.path):
-            continue
-        if anything or ch.path in named:
-            res.reported.append(ch.path)
-            continue
+    undo = [ch for ch in res.changed if not covered(ch.path)
+            and not (anything or ch.path in named)]
+    res.reported = [ch.path for ch in res.changed if not covered(ch.path) and ch not in undo]
+    if undo:
+        # What the call wrote is kept before it is put back: a write that was not the
+        # call's (an editor's, during it) is never lost.
+        wrote = {ch.path: [_mode(repo / ch.path), ch.now, None] for ch in undo if ch.now}
+        if wrote:
+            ref = f"{CALL_REFS}/undone/{_digest(session)}/{int(end * 1000)}"
+            res.kept = _keep(repo, session, wrote, ref)
+    for ch in undo:
         try:
             worktree.write_entries(repo, {ch.path: ch.old}, expect={ch.path: ch.now})
         except CoordError:

@@ -204,11 +204,14 @@ def post(text: str, env: Mapping[str, str]) -> Result:
             return 0, "", ""
     if tool not in SHELLS or rec is None or not isinstance(rec.get("before"), dict):
         return 0, "", ""
-    grants = _grants(_path(top), session)
-    from hunkwise.coordinator.guard import covers
+    held: list[list[Any]] = []  # the grants, read from the state only once a file changed
 
     def covered(path: str) -> bool:
-        return any(covers(g, path) for g in grants)
+        from hunkwise.coordinator.guard import covers
+
+        if not held:
+            held.append(_grants(_path(top), session))
+        return any(covers(g, path) for g in held[0])
 
     try:
         res = bracket.after(_path(top), root, session, rec["before"], float(rec["start"]),

@@ -138,6 +138,11 @@ def test_a_shell_write_onto_another_task_s_file_is_put_back_at_once(
     assert (repo / "c.txt").read_text() == "c\n"
     assert not (repo / "new.txt").exists()
     assert (repo / "a.txt").read_text() == "mine\n"  # inside A's grant: kept
+    # What the command wrote there is not lost either (an editor's save during it looks
+    # the same): it is kept in a tree the message names.
+    kept = git(repo, "for-each-ref", "--format=%(objectname)", "refs/hunkwise/calls/undone/")
+    assert kept.strip() and kept.strip()[:12] in told["reason"]
+    assert git(repo, "show", f"{kept.strip()}:b.txt") == "mine\n"
 
 
 def test_a_change_while_another_session_s_call_ran_is_reported_never_undone(
