@@ -11,8 +11,8 @@ naming no git and no coord is judged by the lexer alone.
   before-record (bracket.py).
 - `post` (PostToolUse): closes the call's record; records the lines an Edit, Write,
   NotebookEdit or apply_patch wrote (provenance); for a worker's shell call, puts back
-  what it wrote outside the grants and tells the agent (`decision: block` with a reason,
-  which both Claude Code and Codex hand to the model).
+  what it wrote outside the grants and tells the agent (`additionalContext`, which both
+  Claude Code and Codex hand to the model, and `systemMessage` for the user).
 - `config` (Claude Code's ConfigChange): refuses a settings change that would drop the
   hunkwise hooks from the session (exit 2), unless it comes from the coordinator.
 
@@ -221,7 +221,10 @@ def post(text: str, env: Mapping[str, str]) -> Result:
     message = res.message()
     if not message:
         return 0, "", ""
-    doc = {"decision": "block", "reason": message,
+    # Context, not `decision: "block"`: a blocking PostToolUse hook ends Claude Code's turn
+    # (unless configured with continueOnBlock, 2.1.139); the agent should read this and go
+    # on. `systemMessage` shows it to the user as well. Codex reads both fields the same.
+    doc = {"systemMessage": message,
            "hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": message}}
     return 0, json.dumps(doc) + "\n", ""
 

@@ -131,6 +131,9 @@ def _refuse_tracked(ctx: Ctx, d: Path) -> None:
     """A hooks folder holding tracked files is the project's: hunkwise never writes there."""
     if not _inside_tree(ctx, d):
         return
+    common = os.path.realpath(git.common_dir(ctx.repo))
+    if os.path.commonpath([common, os.path.realpath(d)]) == common:
+        return  # .git/hooks: inside the repository's own directory, never tracked
     rel = os.path.relpath(os.path.realpath(d), os.path.realpath(ctx.repo))
     tracked = git.run(ctx.repo, "ls-files", "-z", "--", rel,
                       env={"GIT_LITERAL_PATHSPECS": "1"})
@@ -236,7 +239,10 @@ def uninstall_hooks(ctx: Ctx) -> UninstallHooksResult:
             legacy.unlink()
             removed.append(str(legacy))
         keep = d / (name + CHAINED)
-        if keep.exists() and not path.exists():
+        if keep.exists() and _ours(keep):
+            keep.unlink()  # a wrapper calling the global hooks folder: ours
+            removed.append(str(keep))
+        elif keep.exists() and not path.exists():
             os.rename(keep, path)
             restored.append(name)
         elif keep.exists() and legacy.exists() is False and _pre_commit_framework(path):

@@ -130,10 +130,13 @@ def test_a_shell_write_onto_another_task_s_file_is_put_back_at_once(
               "for f in ('a.txt', 'b.txt', 'new.txt')]; p.Path('c.txt').unlink()\"")
     code, out, _err = bash(repo, script)
     assert code == 0
-    told = json.loads(out)
-    assert told["decision"] == "block"
+    doc = json.loads(out)
+    # Told as context the agent reads and works on (a PostToolUse block would end its turn).
+    assert "decision" not in doc and doc["hookSpecificOutput"]["hookEventName"] == "PostToolUse"
+    told = doc["hookSpecificOutput"]["additionalContext"]
+    assert doc["systemMessage"] == told
     for path in ("b.txt", "c.txt", "new.txt"):
-        assert path in told["reason"]
+        assert path in told
     assert (repo / "b.txt").read_bytes() == theirs  # B's uncommitted edit is back
     assert (repo / "c.txt").read_text() == "c\n"
     assert not (repo / "new.txt").exists()
@@ -141,7 +144,7 @@ def test_a_shell_write_onto_another_task_s_file_is_put_back_at_once(
     # What the command wrote there is not lost either (an editor's save during it looks
     # the same): it is kept in a tree the message names.
     kept = git(repo, "for-each-ref", "--format=%(objectname)", "refs/hunkwise/calls/undone/")
-    assert kept.strip() and kept.strip()[:12] in told["reason"]
+    assert kept.strip() and kept.strip()[:12] in told
     assert git(repo, "show", f"{kept.strip()}:b.txt") == "mine\n"
 
 
@@ -160,7 +163,7 @@ def test_a_change_while_another_session_s_call_ran_is_reported_never_undone(
                                     use="toolu_b"), e)[0] == 0
     code, out, _ = hook.run("post", payload("PostToolUse", repo, "Bash", {"command": "true"},
                                             use="toolu_a"), e)
-    assert code == 0 and "not undone: b.txt" in json.loads(out)["reason"]
+    assert code == 0 and "not undone: b.txt" in json.loads(out)["systemMessage"]
     assert (repo / "b.txt").read_text() == "B again\nB's own line\nb2\n"
 
 
@@ -286,8 +289,12 @@ def test_a_global_hooks_folder_is_never_written(make_repo: MakeRepo, coord: Cli,
     assert _commit(repo, coordinator=True).returncode == 0
     assert log.read_text() == "ran\n"  # the user's global hook still runs, chained
     assert _commit(other).returncode == 0  # every other repository is untouched
+    listing = sorted(p.name for p in (repo / ".git" / "hooks").iterdir())
     ok(coord(repo, "uninstall-hooks"))
     assert git(repo, "config", "--local", "--get-all", "core.hooksPath", check=False) == ""
+    left = sorted(p.name for p in (repo / ".git" / "hooks").iterdir())
+    assert left == [n for n in listing if n not in (
+        "pre-commit", "reference-transaction", "pre-commit.hunkwise-chained")]
     assert _commit(repo).returncode == 0
 
 
@@ -362,8 +369,8 @@ def test_an_agent_started_without_coord_session_is_guarded_after_worker_start(
         subprocess.run(sed["command"], shell=True, cwd=repo, check=True, env=agent_env)
         post = _hook_process(repo, "PostToolUse", payload("PostToolUse", repo, "Bash", sed,
                                                           use="toolu_sed"), agent_env)
-        assert post.returncode == 0 and b"b.txt" in post.stdout
-        assert json.loads(post.stdout)["decision"] == "block"
+        assert post.returncode == 0
+        assert "b.txt" in json.loads(post.stdout)["hookSpecificOutput"]["additionalContext"]
     else:
         assert pre.returncode == 2
     assert (repo / "b.txt").read_bytes() == theirs  # nothing lost
