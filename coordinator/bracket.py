@@ -136,7 +136,10 @@ def open_call(root: str, data: Mapping[str, Any], who: str, paths: list[str] | N
         return
     d = _calls(root)
     os.makedirs(d, exist_ok=True)
-    rec = {"who": who, "start": time.time(), "paths": paths, "before": before}
+    if before is not None:  # apart: others' overlap checks read only the small records
+        _write(os.path.join(d, f".before-{cid}.{os.getpid()}.tmp"),
+               os.path.join(d, f"before-{cid}.json"), before)
+    rec = {"who": who, "start": time.time(), "paths": paths}
     _write(os.path.join(d, f".open-{cid}.{os.getpid()}.tmp"), os.path.join(d, f"open-{cid}.json"),
            rec)
 
@@ -167,9 +170,14 @@ def close_call(root: str, data: Mapping[str, Any]) -> dict[str, Any] | None:
         return None
     now = time.time()
     rec["end"] = now
-    closed = {k: v for k, v in rec.items() if k != "before"}
     _write(os.path.join(d, f".done-{cid}.{os.getpid()}.tmp"),
-           os.path.join(d, f"done-{now:.6f}-{cid}.json"), closed)
+           os.path.join(d, f"done-{now:.6f}-{cid}.json"), rec)
+    before = os.path.join(d, f"before-{cid}.json")
+    try:
+        rec["before"] = _read(before)
+        os.unlink(before)
+    except (OSError, ValueError):
+        rec["before"] = None
     try:
         os.unlink(opened)
     except OSError:
