@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-BENCHES = ("core_loop", "accept", "verify", "checkout", "snapshot", "burst", "startup", "history")
+BENCHES = ("core_loop", "accept", "verify", "checkout", "snapshot", "burst", "startup", "history",
+           "hooks")
 
 if __name__ == "__main__":
     extra = [a for a in sys.argv[1:] if a == "--quick"]

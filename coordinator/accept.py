@@ -347,6 +347,13 @@ def _accept(ctx: Ctx, task_id: str, *, message: str | None, recheck: bool | None
         kept: Recheck | None = None
         if do_recheck and task.checks:
             recheck_doc, kept = _recheck(ctx, task, commit, report.revision, journal)
+        from hunkwise.coordinator.hooks import user_pre_commit
+
+        hooked = user_pre_commit(ctx, head, plan.tree)
+        if hooked is not None and not hooked.passed:
+            raise CheckFailed(f"{task_id}: the repository's pre-commit hook refused this commit "
+                              f"(exit {hooked.exit_code}); nothing committed",
+                              details=hooked.output_tail)
         with store.locked(ctx.lay):
             state = store.load(ctx.lay)
             if state.freeze is not None:

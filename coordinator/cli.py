@@ -55,9 +55,9 @@ class _CoordGroup(click.Group):
         import os
 
         if cmd is not None and cmd.callback is not None and os.environ.get("COORD_SESSION"):
-            from hunkwise.coordinator.guard import coord_refusal, worker_session
+            from hunkwise.coordinator.guard import coord_refusal, env_worker_session
 
-            session = worker_session(os.environ)
+            session = env_worker_session(os.environ)
             why = coord_refusal([name or "", *rest]) if session else None
             if why is not None:
                 act = cmd.callback
@@ -755,7 +755,8 @@ def install_hooks(agents: tuple[str, ...], as_json: bool, repo: str | None) -> N
          + (f"\nchained existing: {', '.join(d['chained'])}" if d["chained"] else "")
          + "".join(f"\n{name} hook: {a['hook']}" + "".join(f"\n{name} skill: {s}"
                                                           for s in a.get("skills", []))
-                   for name, a in d.get("agents", {}).items()))
+                   for name, a in d.get("agents", {}).items())
+         + "".join(f"\nnote: {n}" for n in d.get("notes", [])))
 
 
 @cli.command(name="uninstall-hooks")
@@ -774,7 +775,7 @@ def guard() -> None:
     """Agent hook (Claude Code, Codex PreToolUse): read the tool call on stdin, exit 2 to block."""
     from hunkwise.coordinator import guard as agent_guard
 
-    code, message = agent_guard.guard(sys.stdin.read(4_000_000))
+    code, message = agent_guard.guard(sys.stdin.buffer.read().decode("utf-8", "replace"))
     if message:
         sys.stderr.write(message + "\n")
     raise click.exceptions.Exit(code)

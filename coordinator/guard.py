@@ -64,7 +64,7 @@ def coord_refusal(args: Sequence[str]) -> str | None:
             f"commands ({', '.join(sorted(COORD_READS - {'guard'}))})")
 
 
-def worker_session(env: Mapping[str, str]) -> str | None:
+def env_worker_session(env: Mapping[str, str]) -> str | None:
     """The worker session this environment belongs to: COORD_SESSION naming a session that
     is not the coordinator's (HUNKWISE_COORDINATOR=1 is the coordinator too)."""
     session = env.get("COORD_SESSION", "").strip()
@@ -211,16 +211,24 @@ OPAQUE_TOOLS = {"PowerShell"}
 
 
 def is_coordinator(env: Mapping[str, str]) -> bool:
-    from hunkwise.shared.state.context import session_role
+    from hunkwise.shared.state.identity import session_role  # not context's: no state layer
 
     if env.get("HUNKWISE_COORDINATOR") == "1":
         return True
     return session_role(env.get("COORD_SESSION", "").strip()) in ("coord", "coordinator")
 
 
+def worker_session(data: Mapping[str, Any], env: Mapping[str, str]) -> str:
+    """The worker making this call: the agent's own session id (the payload's
+    `session_id`, mapped at `worker start`), else `$COORD_SESSION`; '' when unknown."""
+    from hunkwise.shared.state.identity import session_for
+
+    return session_for(data, env)
+
+
 def _session(data: dict[str, Any], env: Mapping[str, str]) -> str | None:
     """The hunkwise session making this tool call, or None when unknown."""
-    return env.get("COORD_SESSION", "").strip() or None
+    return worker_session(data, env) or None
 
 
 def _refuse(what: str) -> tuple[int, str]:

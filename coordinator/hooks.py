@@ -29,6 +29,7 @@ from hunkwise.shared.state import store
 from hunkwise.shared.state.context import Ctx
 
 if TYPE_CHECKING:
+    from hunkwise.shared.proc import Ran
     from hunkwise.shared.state.documents import AgentHook, InstallHooksResult, UninstallHooksResult
 
 MARK = "# installed by hunkwise (coord install-hooks)"
@@ -91,6 +92,86 @@ def _ours(path: Path) -> bool:
 
 
 AGENTS = ("claude", "codex")
+MANIFEST = "hooks-installed.json"  # in the state directory: what install-hooks wrote
+
+
+def _manifest_path(ctx: Ctx) -> Path:
+    return ctx.lay.root / MANIFEST
+
+
+def _load_manifest(ctx: Ctx) -> dict[str, Any]:
+    try:
+        data = json.loads(_manifest_path(ctx).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _save_manifest(ctx: Ctx, doc: dict[str, Any]) -> None:
+    store.ensure(ctx.lay)
+    store.atomic_write(_manifest_path(ctx), (json.dumps(doc, indent=2) + "\n").encode())
+
+
+def _hooks_path_setting(ctx: Ctx) -> tuple[str, str] | None:
+    """(scope, value) of `core.hooksPath` where it is set (system, global, local...)."""
+    rc, out = git.run_rc(ctx.repo, "config", "--show-scope", "--get", "core.hooksPath")
+    if rc != 0 or not out.strip():
+        return None
+    scope, _, value = out.decode("utf-8", "replace").rstrip("\n").partition("\t")
+    return scope, value
+
+
+def _inside_tree(ctx: Ctx, d: Path) -> bool:
+    root = os.path.realpath(ctx.repo)
+    real = os.path.realpath(d)
+    return os.path.commonpath([root, real]) == root
+
+
+def _refuse_tracked(ctx: Ctx, d: Path) -> None:
+    """A hooks folder holding tracked files is the project's: hunkwise never writes there."""
+    if not _inside_tree(ctx, d):
+        return
+    common = os.path.realpath(git.common_dir(ctx.repo))
+    if os.path.commonpath([common, os.path.realpath(d)]) == common:
+        return  # .git/hooks: inside the repository's own directory, never tracked
+    rel = os.path.relpath(os.path.realpath(d), os.path.realpath(ctx.repo))
+    tracked = git.run(ctx.repo, "ls-files", "-z", "--", rel,
+                      env={"GIT_LITERAL_PATHSPECS": "1"})
+    if tracked.strip(b"\0"):
+        raise StateRefused(
+            f"core.hooksPath is {rel}/, a folder of tracked files: installing hunkwise's hooks "
+            "there would change the project's files for everyone; nothing was written. Chain "
+            f"them instead: point core.hooksPath at .git/hooks for this clone (git config "
+            f"core.hooksPath .git/hooks), run coord install-hooks, and call {rel}/pre-commit "
+            "from .git/hooks/pre-commit.hunkwise-chained")
+
+
+_CHAIN = """#!/bin/sh
+{mark}
+# The user's own {name} hook from {where} (core.hooksPath of the global git config), which
+# a repository-local core.hooksPath set by coord install-hooks would otherwise skip.
+if [ -x {target} ]; then exec {target} "$@"; fi
+exit 0
+"""
+
+
+def _chain_global(ctx: Ctx, value: str, local: Path) -> list[str]:
+    """The global hooks folder stays the user's: this repository gets its own (local
+    core.hooksPath), whose chained hooks call the global ones."""
+    where = Path(os.path.expanduser(value))
+    where = where if where.is_absolute() else ctx.repo / where
+    local.mkdir(parents=True, exist_ok=True)
+    made = []
+    for name in HOOKS:
+        target = where / name
+        keep = local / (name + CHAINED)
+        if target.exists() and not keep.exists():
+            store.atomic_write(keep, _CHAIN.format(mark=MARK, name=name, where=where,
+                                                   target=shlex.quote(str(target))).encode())
+            keep.chmod(0o755)
+            made.append(str(keep))
+    git.run(ctx.repo, "config", "--local", "core.hooksPath", str(local))
+    return made
 
 
 def install_hooks(ctx: Ctx, agents: Sequence[str] = ()) -> InstallHooksResult:
@@ -99,8 +180,20 @@ def install_hooks(ctx: Ctx, agents: Sequence[str] = ()) -> InstallHooksResult:
         if name not in AGENTS:
             raise UsageError(f"unknown --agent {name!r}: supported: {', '.join(AGENTS)}")
         path = _agent_file(ctx, name)
-        _pre_tool_use(path, _load_settings(path))  # refuse a malformed file before writing
+        _events(path, _load_settings(path))  # refuse a malformed file before writing
+    manifest = _load_manifest(ctx)
+    setting = _hooks_path_setting(ctx)
+    notes: list[str] = []
+    if setting is not None and setting[0] in ("global", "system") \
+            and not manifest.get("hooks_path_set"):
+        local = git.common_dir(ctx.repo) / "hooks"
+        manifest["chain_wrappers"] = _chain_global(ctx, setting[1], local)
+        manifest["hooks_path_set"] = True
+        notes.append(f"core.hooksPath of the {setting[0]} git config ({setting[1]}) is left "
+                     f"alone: this repository now uses {local}, whose chained hooks run "
+                     "those of the global folder")
     d = hooks_dir(ctx)
+    _refuse_tracked(ctx, d)
     d.mkdir(parents=True, exist_ok=True)
     installed, chained = [], []
     for name, body in (("pre-commit", _PRE_COMMIT), ("reference-transaction", _REF_TX)):
@@ -117,18 +210,21 @@ def install_hooks(ctx: Ctx, agents: Sequence[str] = ()) -> InstallHooksResult:
     doc: InstallHooksResult = {"hooks": installed, "chained": chained}
     done: dict[str, AgentHook] = {}
     for name in agents:
-        done[name] = {"hook": str(install_agent(ctx, name))}
-        if name == "codex":
-            done[name]["skills"] = install_codex_skills(ctx)
+        done[name] = {"hook": str(install_agent(ctx, name, manifest))}
     from hunkwise.coordinator import skills as shipped  # skills where each agent reads them
     shipped.install_for(ctx, agents, done)
     if agents:
         doc["agent"] = done[agents[0]]["hook"]  # the first agent's hook file, as before
         doc["agents"] = done
+        notes += [_FAILURE_NOTES[a] for a in agents]
+    _save_manifest(ctx, manifest)
+    if notes:
+        doc["notes"] = notes
     return doc
 
 
 def uninstall_hooks(ctx: Ctx) -> UninstallHooksResult:
+    manifest = _load_manifest(ctx)
     d = hooks_dir(ctx)
     removed, restored = [], []
     for name in HOOKS:
@@ -136,34 +232,109 @@ def uninstall_hooks(ctx: Ctx) -> UninstallHooksResult:
         if path.exists() and _ours(path):
             path.unlink()
             removed.append(str(path))
+        # The pre-commit framework's `pre-commit install` keeps a hook it replaces as
+        # `<name>.legacy` and runs it: ours kept there would refuse every commit.
+        legacy = d / (name + ".legacy")
+        if legacy.exists() and _ours(legacy):
+            legacy.unlink()
+            removed.append(str(legacy))
         keep = d / (name + CHAINED)
-        if keep.exists() and not path.exists():
+        if keep.exists() and _ours(keep):
+            keep.unlink()  # a wrapper calling the global hooks folder: ours
+            removed.append(str(keep))
+        elif keep.exists() and not path.exists():
             os.rename(keep, path)
             restored.append(name)
-    agents = {name: uninstall_agent(ctx, name) for name in AGENTS}
-    skills = uninstall_codex_skills(ctx)
+        elif keep.exists() and legacy.exists() is False and _pre_commit_framework(path):
+            os.rename(keep, legacy)  # pre-commit's own hook runs it, as it ran ours
+            restored.append(name)
+    for w in manifest.get("chain_wrappers", []):
+        p = Path(w)
+        if p.exists() and _ours(p):
+            p.unlink()
+            removed.append(str(p))
+    if manifest.get("hooks_path_set"):
+        git.run_rc(ctx.repo, "config", "--local", "--unset", "core.hooksPath")
+    agents = {name: uninstall_agent(ctx, name, manifest) for name in AGENTS}
+    skills: list[str] = []
     from hunkwise.coordinator import skills as shipped  # skills where each agent reads them
     skills += shipped.uninstall(ctx)
+    for folder, sub in shipped.WHERE.values():
+        for name in shipped.NAMES:  # the exclude lines the skills' install added
+            _unexclude(ctx, f"/{folder}/{sub}/{name}/")
+    for pattern in manifest.get("excludes", []):
+        _unexclude(ctx, pattern)
+    for folder in sorted(manifest.get("dirs", []), key=len, reverse=True):
+        with contextlib.suppress(OSError):
+            Path(folder).rmdir()  # only if empty: what else is there is not ours
+    with contextlib.suppress(FileNotFoundError):
+        _manifest_path(ctx).unlink()
     return {"removed": removed, "restored": restored, "agent": agents["claude"],
             "agents": agents, "skills": skills}
 
 
-# ---- the agents' PreToolUse hooks ----------------------------------------------------------
+def _pre_commit_framework(path: Path) -> bool:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return False
+    return "File generated by pre-commit" in text
+
+
+# ---- the agents' hooks ----------------------------------------------------------------------
 # Claude Code reads .claude/settings.local.json; Codex reads <repo>/.codex/hooks.json (a
 # trusted project's layer; each new or changed hook is reviewed once in Codex's /hooks).
-# Both take {"hooks": {"PreToolUse": [{"matcher", "hooks": [{"type": "command",
-# "command"}]}]}}, pass the tool call as JSON on stdin and block on exit 2 with the reason on
-# stderr. Codex names its shell tool "Bash" in hook input and sends apply_patch's patch as
-# tool_input.command.
+# Both take {"hooks": {EVENT: [{"matcher", "hooks": [{"type": "command", "command",
+# "timeout"}]}]}}, pass the tool call as JSON on stdin and block a PreToolUse call on exit
+# 2 with the reason on stderr; a PostToolUse hook's `{"decision": "block", "reason"}` goes
+# to the model. Codex names its shell tool "Bash" in hook input and sends apply_patch's
+# patch as tool_input.command. Claude Code's `onFailure: "block"` (2.1.295) blocks a call
+# whose hook cannot start, times out or exits oddly; the command's own wrapper turns a
+# missing interpreter or package into exit 2 on any version (docs/hooks.md).
 
-_MATCHERS = {"claude": "Bash|Edit|Write|MultiEdit|NotebookEdit", "codex": "Bash|apply_patch"}
+_CLAUDE_TOOLS = "Bash|PowerShell|Monitor|Edit|Write|NotebookEdit"
+_EVENTS: dict[str, list[tuple[str, str, str, int]]] = {
+    # (event, matcher, hook argument, timeout in seconds)
+    "claude": [("PreToolUse", _CLAUDE_TOOLS, "pre", 60),
+               ("PostToolUse", _CLAUDE_TOOLS, "post", 120),
+               ("ConfigChange", "local_settings|project_settings", "config", 30)],
+    "codex": [("PreToolUse", "Bash|apply_patch", "pre", 60),
+              ("PostToolUse", "Bash|apply_patch", "post", 120)],
+}
+_FAIL_CLOSED = {"claude": {"PreToolUse", "ConfigChange"}, "codex": set()}
 _FILES = {"claude": (".claude", "settings.local.json"), "codex": (".codex", "hooks.json")}
 SKILLS = ("worker", "coordinator")
+HOOK_MODULE = "hunkwise.coordinator.hook"
+_FAILURE_NOTES = {
+    "claude": "claude: a hook that cannot start (a moved or deleted virtualenv) exits 2 from "
+              "its wrapper and the call is blocked; onFailure=block does the same for a "
+              "timeout on Claude Code 2.1.295 and later",
+    "codex": "codex: a hook that cannot start exits 2 from its wrapper and the call is blocked; "
+             "Codex has no fail-closed setting, so a hook that times out lets the call run",
+}
+
+
+def _interpreter() -> str:
+    """This installation's interpreter, absolute: an agent's hook runs without our venv on
+    its PATH."""
+    return str(Path(sys.executable).absolute())
+
+
+def hook_command(arg: str) -> str:
+    """The shell command of one hook: the interpreter of this installation runs the hook
+    module isolated (-I: no PYTHONPATH or current folder can shadow it); a missing
+    interpreter or package, or any failure but a verdict, blocks with exit 2."""
+    py = shlex.quote(_interpreter())
+    why = ("hunkwise: the agent hook could not run (exit $rc); the call is blocked: run coord "
+           "install-hooks again from a working installation")
+    # -c rather than -m: runpy's import costs every call milliseconds.
+    run = shlex.quote(f"import sys; from {HOOK_MODULE} import main; sys.exit(main())")
+    return (f"{py} -I -c {run} {arg}; rc=$?; "
+            f'[ $rc -eq 0 ] || [ $rc -eq 2 ] || {{ echo "{why}" >&2; exit 2; }}; exit $rc')
 
 
 def _guard_command() -> str:
-    """The absolute `coord` of this installation: an agent's hook runs without our venv on
-    its PATH."""
+    """The absolute `coord guard` of this installation (the click entry point, kept)."""
     beside = Path(sys.executable).parent / "coord"
     if beside.exists():
         exe = beside
@@ -179,8 +350,8 @@ def _agent_file(ctx: Ctx, agent: str) -> Path:
     return ctx.repo / folder / name
 
 
-# An agent's hooks settings file is another tool's open JSON: only the PreToolUse entry is
-# ours; every other key is kept as it is.
+# An agent's hooks settings file is another tool's open JSON: only our entries are ours;
+# every other key is kept as it is.
 def _load_settings(path: Path) -> dict[str, Any]:
     if not path.exists():
         return {}
@@ -193,18 +364,45 @@ def _load_settings(path: Path) -> dict[str, Any]:
     return data
 
 
-def install_agent(ctx: Ctx, agent: str) -> Path:
-    """Merge our PreToolUse hook into the agent's hook file, keeping everything else."""
+def _entry(agent: str, matcher: str, arg: str, timeout: int, event: str) -> dict[str, Any]:
+    hook: dict[str, Any] = {"type": "command", "command": hook_command(arg), "timeout": timeout}
+    if event in _FAIL_CLOSED[agent]:
+        hook["onFailure"] = "block"
+    return {"matcher": matcher, "hooks": [hook]}
+
+
+def install_agent(ctx: Ctx, agent: str, manifest: dict[str, Any] | None = None) -> Path:
+    """Merge our hooks into the agent's hook file, keeping everything else."""
+    manifest = {} if manifest is None else manifest
     path = _agent_file(ctx, agent)
+    existed = path.exists()
     data = _load_settings(path)
-    pre = _pre_tool_use(path, data)
-    entry = {"matcher": _MATCHERS[agent],
-             "hooks": [{"type": "command", "command": _guard_command()}]}
-    pre[:] = [e for e in pre if not _is_ours(e)] + [entry]
+    hooks = _events(path, data)
+    for event, matcher, arg, timeout in _EVENTS[agent]:
+        lst = hooks.setdefault(event, [])
+        if not isinstance(lst, list):
+            raise UsageError(f"{path}: \"hooks.{event}\" is not a list; nothing was changed")
+        lst[:] = [e for e in lst if not _is_ours(e)] + [_entry(agent, matcher, arg, timeout, event)]
+    files = manifest.setdefault("agent_files", {})
+    files.setdefault(str(path), existed)  # the first install knows whether it was there
+    if not path.parent.exists():
+        manifest.setdefault("dirs", []).append(str(path.parent))
     path.parent.mkdir(parents=True, exist_ok=True)
     store.atomic_write(path, (json.dumps(data, indent=2) + "\n").encode())
-    _exclude(ctx, "/" + path.relative_to(ctx.repo).as_posix())
+    _exclude(ctx, "/" + path.relative_to(ctx.repo).as_posix(), manifest)
     return path
+
+
+def agent_hook_present(repo: Path, agent: str) -> bool:
+    """Whether the agent's hook file still holds our PreToolUse hook."""
+    folder, name = _FILES[agent]
+    try:
+        data = json.loads((repo / folder / name).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    pre = data.get("hooks", {}).get("PreToolUse") if isinstance(data, dict) and \
+        isinstance(data.get("hooks"), dict) else None
+    return isinstance(pre, list) and any(_is_ours(e) for e in pre)
 
 
 def _skills_source() -> Path | None:
@@ -213,17 +411,21 @@ def _skills_source() -> Path | None:
     return here if all((here / s / "SKILL.md").is_file() for s in SKILLS) else None
 
 
-def install_codex_skills(ctx: Ctx) -> list[str]:
+def install_codex_skills(ctx: Ctx, manifest: dict[str, Any] | None = None) -> list[str]:
     """Copy the skills where Codex reads a repository's skills: .agents/skills/<name>/."""
+    manifest = {} if manifest is None else manifest
     src = _skills_source()
     if src is None:
         return []
     written = []
+    for d in (ctx.repo / ".agents", ctx.repo / ".agents" / "skills"):
+        if not d.exists():
+            manifest.setdefault("dirs", []).append(str(d))
     for s in SKILLS:
         dest = ctx.repo / ".agents" / "skills" / f"hunkwise-{s}" / "SKILL.md"
         dest.parent.mkdir(parents=True, exist_ok=True)
         store.atomic_write(dest, (src / s / "SKILL.md").read_bytes())
-        _exclude(ctx, f"/.agents/skills/hunkwise-{s}/")
+        _exclude(ctx, f"/.agents/skills/hunkwise-{s}/", manifest)
         written.append(str(dest))
     return written
 
@@ -240,50 +442,104 @@ def uninstall_codex_skills(ctx: Ctx) -> list[str]:
     return removed
 
 
-def _exclude(ctx: Ctx, pattern: str) -> None:
+def _exclude_file(ctx: Ctx) -> Path:
+    return git.common_dir(ctx.repo) / "info" / "exclude"
+
+
+def _exclude(ctx: Ctx, pattern: str, manifest: dict[str, Any]) -> None:
     """A local, untracked settings file must not show up as an unowned change."""
-    info = git.common_dir(ctx.repo) / "info"
-    info.mkdir(exist_ok=True)
-    exclude = info / "exclude"
+    exclude = _exclude_file(ctx)
+    exclude.parent.mkdir(exist_ok=True)
     text = exclude.read_text() if exclude.exists() else ""
     if pattern not in text.split("\n"):
         with open(exclude, "a") as f:
             f.write(("" if not text or text.endswith("\n") else "\n") + pattern + "\n")
+        manifest.setdefault("excludes", []).append(pattern)
 
 
-def _pre_tool_use(path: Path, data: dict[str, Any]) -> list[Any]:
-    """The PreToolUse list of a hooks document, created if absent; refuse odd shapes."""
+def _unexclude(ctx: Ctx, pattern: str) -> None:
+    exclude = _exclude_file(ctx)
+    try:
+        lines = exclude.read_text().split("\n")
+    except OSError:
+        return
+    if pattern in lines:
+        lines.remove(pattern)
+        store.atomic_write(exclude, "\n".join(lines).encode())
+
+
+def _events(path: Path, data: dict[str, Any]) -> dict[str, Any]:
+    """The events object of a hooks document, created if absent; refuse odd shapes."""
     hooks = data.setdefault("hooks", {})
     if not isinstance(hooks, dict):
         raise UsageError(f"{path}: \"hooks\" is not a JSON object; nothing was changed")
-    pre = hooks.setdefault("PreToolUse", [])
-    if not isinstance(pre, list):
-        raise UsageError(f"{path}: \"hooks.PreToolUse\" is not a list; nothing was changed")
-    return pre
+    for event in ("PreToolUse", "PostToolUse", "ConfigChange"):
+        if event in hooks and not isinstance(hooks[event], list):
+            raise UsageError(f"{path}: \"hooks.{event}\" is not a list; nothing was changed")
+    return hooks
 
 
 def _is_ours(entry: Any) -> bool:
-    return isinstance(entry, dict) and any(
-        isinstance(h, dict) and str(h.get("command", "")).endswith(" guard")
-        and "coord" in str(h.get("command", "")) for h in entry.get("hooks", []))
+    def ours(cmd: str) -> bool:
+        return HOOK_MODULE in cmd or (cmd.endswith(" guard") and "coord" in cmd)
+
+    return isinstance(entry, dict) and isinstance(entry.get("hooks"), list) and any(
+        isinstance(h, dict) and ours(str(h.get("command", ""))) for h in entry["hooks"])
 
 
-def uninstall_agent(ctx: Ctx, agent: str) -> str | None:
+def uninstall_agent(ctx: Ctx, agent: str, manifest: dict[str, Any] | None = None) -> str | None:
+    manifest = {} if manifest is None else manifest
     path = _agent_file(ctx, agent)
     if not path.exists():
         return None
     data = _load_settings(path)
     hooks = data.get("hooks")
-    pre = hooks.get("PreToolUse") if isinstance(hooks, dict) else None
-    if not isinstance(pre, list) or not any(_is_ours(e) for e in pre):
+    if not isinstance(hooks, dict) or not any(
+            isinstance(v, list) and any(_is_ours(e) for e in v) for v in hooks.values()):
         return None
-    pre[:] = [e for e in pre if not _is_ours(e)]
-    if not pre:
-        del data["hooks"]["PreToolUse"]
-    if not data["hooks"]:
+    for event in list(hooks):
+        lst = hooks[event]
+        if isinstance(lst, list) and any(_is_ours(e) for e in lst):
+            lst[:] = [e for e in lst if not _is_ours(e)]
+            if not lst:
+                del hooks[event]
+    if not hooks:
         del data["hooks"]
-    if not data and agent == "codex":
-        path.unlink()  # a hooks.json holding nothing else was ours
+    created = manifest.get("agent_files", {}).get(str(path)) is False
+    if not data and (created or agent == "codex"):
+        path.unlink()  # a file holding nothing else was ours
+        if created:
+            with contextlib.suppress(OSError):
+                path.parent.rmdir()
     else:
         store.atomic_write(path, (json.dumps(data, indent=2) + "\n").encode())
     return str(path)
+
+
+# ---- the user's own pre-commit hook, on each accepted commit --------------------------------
+
+PRE_COMMIT_TIMEOUT_S = 600.0
+
+
+def user_pre_commit(ctx: Ctx, head: str | None, tree: str) -> Ran | None:
+    """Run the repository's pre-commit hook on exactly `tree` staged over `head`, in a
+    scratch checkout (never in the shared tree, where a hook that stashes unstaged changes
+    would yank every worker's edits). The hook runs as `git commit` runs it, from the
+    checkout's top level, marked as the coordinator's (hunkwise's own pre-commit then
+    passes straight to the hook it chains). None when there is no hook of the user's."""
+    from hunkwise.shared.git.checkout import Recipe, scratch
+    from hunkwise.shared.proc import run_command
+
+    hook = hooks_dir(ctx) / "pre-commit"
+    if head is None or not os.access(hook, os.X_OK):
+        return None
+    if _ours(hook) and not (hook.parent / ("pre-commit" + CHAINED)).exists():
+        return None  # only hunkwise's own, which lets the coordinator through
+    with scratch(ctx.repo, head, ctx.lay.root, Recipe()) as where:
+        # HEAD stays the parent; index and files become the commit's: what is staged is
+        # exactly the commit's change, as a `git commit` of it would see.
+        git.run(where, "read-tree", "-m", "-u", head, tree, env={"HUNKWISE_COORDINATOR": "1"})
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")}
+        env["HUNKWISE_COORDINATOR"] = "1"
+        return run_command(shlex.quote(str(hook)), where, PRE_COMMIT_TIMEOUT_S, env=env)

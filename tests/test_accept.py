@@ -1211,19 +1211,35 @@ def test_reject_discard_refuses_while_frozen(make_repo: MakeRepo, coord: Cli, wo
     assert task_doc(coord, repo, "A")["state"] == "reported"
 
 
-def test_hooks_do_not_run_on_accept(make_repo: MakeRepo, coord: Cli, worker: Cli,
-                                    tmp_path: Path) -> None:
+def test_only_the_user_s_pre_commit_runs_on_accept_and_never_in_the_shared_tree(
+        make_repo: MakeRepo, coord: Cli, worker: Cli, tmp_path: Path) -> None:
     repo = make_repo({"f.txt": numbered(3)})
     ran = tmp_path / "hook-ran"
-    for name in ("pre-commit", "commit-msg", "prepare-commit-msg", "post-commit"):
+    for name in ("commit-msg", "prepare-commit-msg", "post-commit"):
         hook = repo / ".git" / "hooks" / name
         hook.write_text(f"#!/bin/sh\necho {name} >> '{ran}'\nexit 1\n")
         hook.chmod(0o755)
+    # pre-commit sees the commit's exact content staged, and refuses it once.
+    pre = repo / ".git" / "hooks" / "pre-commit"
+    pre.write_text(f"#!/bin/sh\n{{ pwd; git diff --cached --name-only; cat f.txt; }} >> '{ran}'\n"
+                   f"[ -e '{tmp_path}/pass' ] || {{ echo 'lint: f.txt is ugly'; exit 1; }}\n")
+    pre.chmod(0o755)
     begin(coord, worker, repo, "A", "f.txt")
     set_line(repo, "f.txt", 1, "one")
     done(worker, repo, "A", "Subject")
+    head0 = git(repo, "rev-parse", "HEAD")
+    r = coord(repo, "accept", "A")
+    assert r.code == 1 and "pre-commit" in r.doc["error"]["message"], r.stdout
+    assert git(repo, "rev-parse", "HEAD") == head0
+    (tmp_path / "pass").write_text("")
     ok(coord(repo, "accept", "A"))
-    assert not ran.exists()
+    log = ran.read_text().splitlines()
+    where = log[0]
+    # a scratch checkout: never the shared tree (a folder of the state, inside .git, is fine)
+    assert where != str(repo) and (not where.startswith(str(repo) + "/")
+                                   or where.startswith(str(repo / ".git") + "/"))
+    assert log[1:3] == ["f.txt", "one"]
+    assert not any(n in ran.read_text() for n in ("commit-msg", "post-commit"))
     assert commit_message(repo) == b"Subject\n\nCoord-Task: A\n"
 
 

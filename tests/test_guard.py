@@ -396,7 +396,7 @@ def test_apply_patch_inside_and_outside_grants(shared: tuple[Path, str]) -> None
 
 def _guard_entries(path: Path) -> list[dict[str, Any]]:
     pre = json.loads(path.read_text())["hooks"]["PreToolUse"]
-    return [e for e in pre if any(str(h.get("command", "")).endswith(" guard")
+    return [e for e in pre if any("hunkwise.coordinator.hook" in str(h.get("command", ""))
                                   for h in e["hooks"])]
 
 
@@ -443,7 +443,7 @@ def test_agent_is_repeatable_and_installs_both(make_repo: Callable[..., Path],
                    "--agent", "claude"))
     assert sorted(doc["agents"]) == ["claude", "codex"]
     claude = _guard_entries(repo / ".claude" / "settings.local.json")
-    assert [e["matcher"] for e in claude] == ["Bash|Edit|Write|MultiEdit|NotebookEdit"]
+    assert [e["matcher"] for e in claude] == ["Bash|PowerShell|Monitor|Edit|Write|NotebookEdit"]
     assert len(_guard_entries(repo / ".codex" / "hooks.json")) == 1
     assert git(repo, "status", "--porcelain", "--untracked-files=all") == ""
     out = ok(coord(repo, "uninstall-hooks"))

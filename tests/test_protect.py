@@ -495,16 +495,18 @@ def test_existing_hooks_are_chained_kept_running_and_restored(plain: Shared, coo
     logged = tx_log.read_text().splitlines()
     assert "prepared refs/heads/main" in logged and "committed refs/heads/main" in logged
 
+    # The user's pre-commit ran once, on the accepted commit (in a scratch checkout).
+    assert pre_log.read_text() == "pre-commit ran\n"
     # pre-commit: the chained hook runs for the coordinator, not for a worker.
     env = _env(True)
     run_hook = [str(hooks / "pre-commit")]
     assert subprocess.run(run_hook, check=False, cwd=repo, env=env).returncode == 0
-    assert pre_log.read_text() == "pre-commit ran\n"
+    assert pre_log.read_text() == "pre-commit ran\n" * 2
     assert subprocess.run(run_hook, check=False, cwd=repo, env=_env(False),
                           capture_output=True).returncode != 0
-    assert pre_log.read_text() == "pre-commit ran\n"
-    cgit(repo, "commit", "-q", "--allow-empty", "-m", "coordinator's own commit")
     assert pre_log.read_text() == "pre-commit ran\n" * 2
+    cgit(repo, "commit", "-q", "--allow-empty", "-m", "coordinator's own commit")
+    assert pre_log.read_text() == "pre-commit ran\n" * 3
 
     out = ok(coord(repo, "uninstall-hooks"))
     assert sorted(out["restored"]) == ["pre-commit", "reference-transaction"]
@@ -565,7 +567,7 @@ def _settings(repo: Path) -> Path:
 
 def _ours(entries: list[Any]) -> list[dict[str, Any]]:
     return [e for e in entries if "Bash" in str(e.get("matcher")).split("|") and any(
-        str(h.get("command", "")).endswith(" guard") for h in e.get("hooks", []))]
+        "hunkwise.coordinator.hook" in str(h.get("command", "")) for h in e.get("hooks", []))]
 
 
 def test_agent_claude_writes_a_working_pretooluse_hook_git_does_not_see(plain: Shared,
@@ -610,7 +612,8 @@ def test_agent_claude_merges_into_existing_settings_idempotently(plain: Shared, 
     data = json.loads(_settings(repo).read_text())
     assert {k: v for k, v in data.items() if k != "hooks"} == {
         k: v for k, v in existing.items() if k != "hooks"}
-    assert data["hooks"]["PostToolUse"] == existing["hooks"]["PostToolUse"]
+    post = data["hooks"]["PostToolUse"]
+    assert post[:1] == existing["hooks"]["PostToolUse"] and len(_ours(post)) == 1
     pre = data["hooks"]["PreToolUse"]
     assert pre[:2] == existing["hooks"]["PreToolUse"]
     assert len(_ours(pre)) == 1 and len(pre) == 3

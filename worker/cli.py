@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from hunkwise.shared.state.documents import (
         CheckRunResult,
         DeliverResult,
+        GuardKnows,
         SessionResult,
         StartResult,
     )
@@ -43,8 +44,19 @@ def cli() -> None:
     """Work on one task of a shared git working tree; never stage or commit."""
 
 
+def _guard_text(g: GuardKnows | None) -> str:
+    if g is None or not g["known"]:
+        return ("guard: the agent hooks do not know this session (no CLAUDE_CODE_SESSION_ID or "
+                "CODEX_THREAD_ID here): start the agent with COORD_SESSION set to it")
+    if g["agent"] is None:
+        return "guard: the agent hooks know this session from COORD_SESSION"
+    return (f"guard: the agent hooks know this session from its next tool call on "
+            f"({g['agent']}: {g['by']})")
+
+
 def _session_text(d: SessionResult) -> str:
-    lines = [f"session: {d['session']}", f"export COORD_SESSION={d['session']}"]
+    lines = [f"session: {d['session']}", f"export COORD_SESSION={d['session']}",
+             _guard_text(d.get("guard"))]
     lines += [f"signal {s['id']} {s['type']} from {s['from']} about {s['about']}: {s['payload']}"
               for s in d["signals"]]
     lines.append("answer an audit with: worker review ID --verdict approve|changes --notes N"
@@ -67,9 +79,12 @@ def start(task_id: str | None, session: str | None, role: str | None, as_json: b
     ctx = _ctx(repo)
     _autosync(ctx)
     if task_id is None:
-        emit(core.open_session(ctx, session=session, role=role), as_json, _session_text)
+        opened = core.open_session(ctx, session=session, role=role)
+        opened["guard"] = core.record_identity(ctx, opened["session"])
+        emit(opened, as_json, _session_text)
         return
     doc = lifecycle.start(ctx, task_id, session=session, role=role or "worker")
+    doc["guard"] = core.record_identity(ctx, doc["session"])
     from hunkwise.shared.machines.chains import is_mirrored
 
     if is_mirrored(ctx, task_id):
@@ -100,6 +115,7 @@ def start(task_id: str | None, session: str | None, role: str | None, as_json: b
         lines += [f"note ({n['kind']} by {n['by']}): {n['text']}" for n in d["notes"]]
         lines += [f"signal {s['id']} {s['type']} from {s['from']} about {s['about']}: {s['payload']}"
                   for s in d["signals"]]
+        lines.append(_guard_text(d.get("guard")))
         lines.append("never stage or commit; when finished: worker done " + t["id"])
         return "\n".join(lines)
 

@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from hunkwise.shared.state.documents import (
         AskResult,
         CheckpointResult,
+        GuardKnows,
         HandoffResult,
         HeartbeatResult,
         Recorded,
@@ -371,3 +372,19 @@ def ask(ctx: Ctx, task_id: str, *, session: str | None, question: str, kind: str
              payload=question)
         held = recovery.held_by(state, s)
     return {"decision": dec.public(), **_recorded(ctx, held)}
+
+
+def record_identity(ctx: Ctx, session: str) -> GuardKnows:
+    """Map the agent's own session id (from the environment its tool runs `worker start`
+    in: shared/state/identity.py) to this hunkwise session, so the agent hooks know the
+    worker from its next tool call on. Says whether they now do, and why not."""
+    from hunkwise.shared.state import identity
+
+    found = identity.agent_identity(os.environ)
+    if found is None:
+        env = env_session()
+        return {"known": env == session, "agent": None, "by": "COORD_SESSION" if env == session
+                else None}
+    agent, agent_id = found
+    identity.record(ctx.lay.root, agent_id, session)
+    return {"known": True, "agent": agent, "by": dict(identity.AGENT_VARS)[agent]}

@@ -765,6 +765,7 @@ class InstallHooksResult(TypedDict):
     chained: list[str]
     agent: NotRequired[str]
     agents: NotRequired[dict[str, AgentHook]]
+    notes: NotRequired[list[str]]
 
 
 class UninstallHooksResult(TypedDict):
@@ -955,6 +956,15 @@ class Recorded(TypedDict):
     lost: NotRequired[list[RecordedLoss]]
 
 
+class GuardKnows(TypedDict):
+    """`worker start`: whether the agent hooks now know this session, and by what (the
+    agent's own session variable mapped to it, or COORD_SESSION)."""
+
+    known: bool
+    agent: str | None
+    by: str | None
+
+
 class SessionResult(TypedDict):
     """`worker start --role R` (no task): the session and its pending signals."""
 
@@ -964,6 +974,7 @@ class SessionResult(TypedDict):
     checkpoint: None
     signals: list[SignalDoc]
     notes: list[NoteDoc]
+    guard: NotRequired[GuardKnows]
 
 
 class LostPaths(TypedDict):
@@ -988,6 +999,7 @@ class StartResult(TypedDict):
     # stands in HEAD's and the working tree's lines.
     brief: str
     places: list[GrantPlace]
+    guard: NotRequired[GuardKnows]
 
 
 class DeliveredReport(TypedDict):

@@ -1,0 +1,319 @@
+"""The agent hooks' entry point: `python -m hunkwise.coordinator.hook pre|post|config`.
+
+`coord install-hooks --agent claude|codex` writes this module into the agent's hook
+settings (with the absolute interpreter of this installation); `coord guard` stays as the
+same PreToolUse check behind click. It runs on every tool call of every agent in the tree,
+so it imports neither click nor the state layer unless the call needs them: a shell line
+naming no git and no coord is judged by the lexer alone.
+
+- `pre` (PreToolUse): the guard's judgement (guard.py: exit 2 blocks, the reason on
+  stderr); then, for a worker, the call's record and, for a shell call, the bracket's
+  before-record (bracket.py).
+- `post` (PostToolUse): closes the call's record; records the lines an Edit, Write,
+  NotebookEdit or apply_patch wrote (provenance); for a worker's shell call, puts back
+  what it wrote outside the grants and tells the agent (`additionalContext`, which both
+  Claude Code and Codex hand to the model, and `systemMessage` for the user).
+- `config` (Claude Code's ConfigChange): refuses a settings change that would drop the
+  hunkwise hooks from the session (exit 2), unless it comes from the coordinator.
+
+The payload is read whole, whatever its size.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # paths are os.path strings until a call needs git: pathlib costs ms
+    from pathlib import Path
+
+SHELLS = {"Bash", "PowerShell", "Monitor", "shell", "local_shell", "exec_command",
+          "shell_command", "container.exec"}
+EDITS = {"Edit", "Write", "MultiEdit", "NotebookEdit"}
+PATCHES = {"apply_patch"}
+
+Result = tuple[int, str, str]  # (exit code, stdout, stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    event = args[0] if args else "pre"
+    code, out, err = run(event, sys.stdin.buffer.read(), os.environ)
+    if out:
+        sys.stdout.write(out)
+    if err:
+        sys.stderr.write(err + "\n")
+    return code
+
+
+def run(event: str, raw: bytes, env: Mapping[str, str]) -> Result:
+    text = raw.decode("utf-8", "replace")
+    if event == "pre":
+        return pre(text, env)
+    if event == "post":
+        return post(text, env)
+    if event == "config":
+        return config(text, env)
+    return 2, "", f"hunkwise hook: unknown event {event!r} (pre, post, config)"
+
+
+def _payload(text: str) -> dict[str, Any] | None:
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _top(data: Mapping[str, Any]) -> str | None:
+    """The working tree's top level, found from the call's cwd by its `.git`."""
+    cwd = data.get("cwd")
+    here = os.path.realpath(cwd if isinstance(cwd, str) and cwd else os.getcwd())
+    while not os.path.lexists(os.path.join(here, ".git")):
+        up = os.path.dirname(here)
+        if up == here:
+            return None
+        here = up
+    return here
+
+
+def _path(p: str) -> Path:
+    from pathlib import Path
+
+    return Path(p)
+
+
+def _rel(top: str, path: str, data: Mapping[str, Any]) -> str | None:
+    """A tool's file path as a repository path (None: outside the tree)."""
+    cwd = data.get("cwd")
+    base = cwd if isinstance(cwd, str) and cwd else top
+    real = os.path.realpath(os.path.join(base, path))
+    root = os.path.realpath(top)
+    if os.path.commonpath([real, root]) != root or real == root:
+        return None
+    rel = os.path.relpath(real, root).replace(os.sep, "/")
+    return None if rel == ".git" or rel.startswith(".git/") else rel
+
+
+def _tool_input(data: Mapping[str, Any]) -> dict[str, Any]:
+    ti = data.get("tool_input")
+    return ti if isinstance(ti, dict) else {}
+
+
+def _who(data: Mapping[str, Any], session: str) -> str:
+    """Whose call this is, for overlaps: the hunkwise session, else the agent's own."""
+    if session:
+        return session
+    sid = data.get("session_id")
+    return f"agent:{sid}" if isinstance(sid, str) and sid else "agent:?"
+
+
+def _coordinator(env: Mapping[str, str]) -> bool:
+    """guard.is_coordinator, without importing the guard's lexer (a PostToolUse call judges
+    nothing)."""
+    from hunkwise.shared.state.identity import session_role
+
+    if env.get("HUNKWISE_COORDINATOR") == "1":
+        return True
+    return session_role(env.get("COORD_SESSION", "").strip()) in ("coord", "coordinator")
+
+
+# ---- PreToolUse ---------------------------------------------------------------------------
+
+def pre(text: str, env: Mapping[str, str]) -> Result:
+    from hunkwise.coordinator import guard
+
+    code, message = guard.guard(text, env)
+    if code != 0:
+        return code, "", message
+    data = _payload(text)
+    if data is None:
+        return 0, "", ""
+    tool = data.get("tool_name")
+    if tool not in SHELLS and tool not in EDITS and tool not in PATCHES:
+        return 0, "", ""
+    top = _top(data)
+    if top is None:
+        return 0, "", ""
+    from hunkwise.shared.state.identity import state_root
+
+    root = state_root(top, env)
+    if root is None or not os.path.isdir(root):
+        return 0, "", ""  # no hunkwise state in this tree: nothing to bracket
+    session = "" if _coordinator(env) else guard.worker_session(data, env)
+    from hunkwise.coordinator import bracket
+
+    ti = _tool_input(data)
+    before = None
+    paths: list[str] | None
+    if tool in SHELLS:
+        paths = None
+        if session:
+            try:
+                before = bracket.before(_path(top), root, session)
+            except Exception as e:  # the call runs unbracketed rather than not at all
+                return 0, "", f"hunkwise: the tree could not be recorded before this call ({e})"
+    else:
+        paths = [r for r in (_rel(top, p, data) for p in _written_paths(tool, ti)) if r]
+    bracket.open_call(root, data, _who(data, session), paths, before)
+    return 0, "", ""
+
+
+def _written_paths(tool: Any, ti: Mapping[str, Any]) -> list[str]:
+    if tool in EDITS:
+        p = ti.get("file_path") or ti.get("notebook_path")
+        return [p] if isinstance(p, str) and p else []
+    return list(_patch_lines(_patch_text(ti) or ""))
+
+
+# ---- PostToolUse --------------------------------------------------------------------------
+
+def post(text: str, env: Mapping[str, str]) -> Result:
+    data = _payload(text)
+    if data is None:
+        return 0, "", ""
+    tool = data.get("tool_name")
+    if tool not in SHELLS and tool not in EDITS and tool not in PATCHES:
+        return 0, "", ""
+    top = _top(data)
+    if top is None:
+        return 0, "", ""
+    from hunkwise.shared.state.identity import state_root
+
+    root = state_root(top, env)
+    if root is None or not os.path.isdir(root):
+        return 0, "", ""
+    from hunkwise.coordinator import bracket
+
+    rec = bracket.close_call(root, data)
+    if _coordinator(env):
+        return 0, "", ""
+    from hunkwise.shared.state.identity import session_for
+
+    session = session_for(data, env)  # what guard.worker_session says, without the lexer
+    if not session:
+        return 0, "", ""
+    ti = _tool_input(data)
+    patch = _patch_text(ti) if tool in PATCHES or tool in SHELLS else None
+    if tool in EDITS or (patch and "*** Begin Patch" in patch):
+        _note_tool(top, root, session, tool, ti, data, patch)
+        if tool not in SHELLS:
+            return 0, "", ""
+    if tool not in SHELLS or rec is None or not isinstance(rec.get("before"), dict):
+        return 0, "", ""
+    held: list[list[Any]] = []  # the grants, read from the state only once a file changed
+
+    def covered(path: str) -> bool:
+        from hunkwise.coordinator.guard import covers
+
+        if not held:
+            held.append(_grants(_path(top), session))
+        return any(covers(g, path) for g in held[0])
+
+    try:
+        res = bracket.after(_path(top), root, session, rec["before"], float(rec["start"]),
+                            float(rec["end"]), covered)
+    except Exception as e:
+        return 0, "", f"hunkwise: the tree could not be checked after this call ({e})"
+    message = res.message()
+    if not message:
+        return 0, "", ""
+    # Context, not `decision: "block"`: a blocking PostToolUse hook ends Claude Code's turn
+    # (unless configured with continueOnBlock, 2.1.139); the agent should read this and go
+    # on. `systemMessage` shows it to the user as well. Codex reads both fields the same.
+    doc = {"systemMessage": message,
+           "hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": message}}
+    return 0, json.dumps(doc) + "\n", ""
+
+
+def _grants(top: Path, session: str) -> list[Any]:
+    """The grants of the active tasks `session` holds (the state, read only here: a shell
+    call changed something)."""
+    from hunkwise.shared.errors import CoordError
+    from hunkwise.shared.state import store
+
+    try:
+        state = store.load(store.layout(top))
+    except CoordError:
+        return []
+    return [g for t in state.tasks.values() if t.active and (
+        t.session == session or (t.claim is not None and t.claim.session == session))
+        for g in t.grants]
+
+
+def _patch_text(ti: Mapping[str, Any]) -> str | None:
+    for k in ("command", "input", "patch"):
+        v = ti.get(k)
+        if isinstance(v, str):
+            return v
+        if isinstance(v, list) and all(isinstance(a, str) for a in v):
+            return "\n".join(v)
+    return None
+
+
+def _patch_lines(patch: str) -> dict[str, list[bytes]]:
+    """{path: added lines} of an apply_patch envelope (`*** Add File:` / `*** Update
+    File:` / `*** Move to:` sections, their `+` lines)."""
+    out: dict[str, list[bytes]] = {}
+    current: list[bytes] | None = None
+    for raw in patch.split("\n"):
+        line = raw.rstrip("\r")
+        head = line.strip()
+        for mark in ("*** Add File:", "*** Update File:", "*** Move to:"):
+            if head.startswith(mark):
+                current = out.setdefault(head[len(mark):].strip(), [])
+                break
+        else:
+            if head.startswith("*** Delete File:") or head.startswith("*** End Patch"):
+                current = None
+            elif current is not None and line.startswith("+"):
+                current.append(line[1:].encode("utf-8", "replace"))
+    return {p: v for p, v in out.items() if p}
+
+
+def _note_tool(top: str, root: str, session: str, tool: Any, ti: Mapping[str, Any],
+               data: Mapping[str, Any], patch: str | None) -> None:
+    """Provenance of a file tool call: the whole lines it wrote."""
+    from hunkwise.shared.state import provenance
+
+    written: dict[str, list[bytes]] = {}
+    if tool in EDITS:
+        p = ti.get("file_path") or ti.get("notebook_path")
+        texts = [ti.get(k) for k in ("new_string", "content", "new_source")]
+        edits = ti.get("edits")
+        if isinstance(edits, list):
+            texts += [e.get("new_string") for e in edits if isinstance(e, dict)]
+        if isinstance(p, str) and p:
+            written[p] = [ln.encode("utf-8", "replace") for t in texts if isinstance(t, str)
+                          for ln in t.split("\n")]
+    elif patch:
+        written = _patch_lines(patch)
+    for p, lines in written.items():
+        rel = _rel(top, p, data)
+        if rel is not None and lines:
+            provenance.note(_path(root), session, rel, lines)
+
+
+# ---- ConfigChange (Claude Code) -----------------------------------------------------------
+
+def config(text: str, env: Mapping[str, str]) -> Result:
+    data = _payload(text)
+    if data is None or _coordinator(env):
+        return 0, "", ""
+    top = _top(data)
+    if top is None:
+        return 0, "", ""
+    from hunkwise.coordinator.hooks import agent_hook_present
+
+    if agent_hook_present(_path(top), "claude"):
+        return 0, "", ""
+    return 2, "", ("hunkwise: this change removes the hunkwise hooks from "
+                   ".claude/settings.local.json and is not applied; the coordinator removes "
+                   "them with coord uninstall-hooks")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

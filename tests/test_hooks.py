@@ -1,0 +1,376 @@
+"""The agent hooks as the agents run them: identity without setup, the after-call bracket,
+provenance, the installed settings, and the user's own git hooks.
+
+Most cases drive the hook module in-process (`hook.run(event, payload, env)`) with the
+JSON Claude Code and Codex send (PreToolUse / PostToolUse: session_id, cwd, tool_name,
+tool_input, tool_use_id); the process contract (the installed command through a shell)
+is checked by real processes at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hunkwise.coordinator import hook
+from hunkwise.shared.state import provenance
+
+from testing.cli import Cli, ok
+from testing.env import BIN
+from testing.repo import git, write
+
+MakeRepo = Callable[..., Path]
+AGENT_A = "0b9e2c8a-aaaa-4aaa-8aaa-00000000000a"
+AGENT_B = "0b9e2c8a-bbbb-4bbb-8bbb-00000000000b"
+
+
+@pytest.fixture(autouse=True)
+def no_agent_in_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The suite may itself run inside an agent: its session variables must not leak in."""
+    for var in ("CLAUDE_CODE_SESSION_ID", "CODEX_THREAD_ID", "COORD_SESSION",
+                "HUNKWISE_COORDINATOR"):
+        monkeypatch.delenv(var, raising=False)
+    yield
+
+
+def payload(event: str, repo: Path, tool: str, tool_input: dict[str, Any], *,
+            agent: str = AGENT_A, use: str = "toolu_1") -> bytes:
+    doc: dict[str, Any] = {"session_id": agent, "transcript_path": "/tmp/t.jsonl",
+                           "cwd": str(repo), "permission_mode": "default",
+                           "hook_event_name": event, "tool_name": tool,
+                           "tool_input": tool_input, "tool_use_id": use}
+    if event == "PostToolUse":
+        doc["tool_response"] = {"success": True}
+    return json.dumps(doc).encode()
+
+
+def env_of(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("COORD_SESSION", "HUNKWISE_COORDINATOR")}
+    env.update(extra)
+    return env
+
+
+def two_tasks(make_repo: MakeRepo, coord: Cli, worker: Cli,
+              monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str, str]:
+    """A holds a.txt, B holds b.txt; B's worker has an uncommitted edit; each agent ran
+    `worker start` with its own session variable and nothing else set."""
+    repo = make_repo({"a.txt": "a1\na2\n", "b.txt": "b1\nb2\n", "c.txt": "c\n"})
+    for tid, path in (("A", "a.txt"), ("B", "b.txt")):
+        ok(coord(repo, "assign", tid, "--title", tid, "--expect", "it works", "--write", path))
+    monkeypatch.setenv("CLAUDE_CODE_SESSION_ID", AGENT_A)
+    sa = ok(worker(repo, "start", "A"))
+    monkeypatch.setenv("CLAUDE_CODE_SESSION_ID", AGENT_B)
+    sb = ok(worker(repo, "start", "B"))
+    monkeypatch.delenv("CLAUDE_CODE_SESSION_ID")
+    assert sa["guard"] == {"known": True, "agent": "claude", "by": "CLAUDE_CODE_SESSION_ID"}
+    write(repo, "b.txt", "b1\nB's own line\nb2\n")
+    return repo, sa["session"], sb["session"]
+
+
+def bash(repo: Path, command: str, *, agent: str = AGENT_A, use: str = "toolu_sh",
+         env: dict[str, str] | None = None) -> tuple[int, str, str]:
+    """One shell tool call as the agent makes it: PreToolUse, the command, PostToolUse."""
+    e = env_of() if env is None else env
+    code, _out, err = hook.run("pre", payload("PreToolUse", repo, "Bash", {"command": command},
+                                              agent=agent, use=use), e)
+    if code != 0:
+        return code, "", err
+    subprocess.run(command, shell=True, cwd=repo, check=True)
+    return hook.run("post", payload("PostToolUse", repo, "Bash", {"command": command},
+                                    agent=agent, use=use), e)
+
+
+# ---- identity without setup ---------------------------------------------------------------
+
+def test_worker_start_maps_the_agent_session_so_the_guard_judges_its_edits(
+        make_repo: MakeRepo, coord: Cli, worker: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo, _sa, _sb = two_tasks(make_repo, coord, worker, monkeypatch)
+    edit = {"file_path": str(repo / "b.txt"), "old_string": "b1", "new_string": "x"}
+    code, _, err = hook.run("pre", payload("PreToolUse", repo, "Edit", edit), env_of())
+    assert code == 2 and "b.txt is outside the grants of A" in err
+    mine = {**edit, "file_path": str(repo / "a.txt")}
+    assert hook.run("pre", payload("PreToolUse", repo, "Edit", mine), env_of())[0] == 0
+    # `coord guard` (the click entry point) resolves the worker the same way.
+    r = subprocess.run([str(BIN / "coord"), "guard"], cwd=repo, env=env_of(), check=False,
+                       input=payload("PreToolUse", repo, "Edit", edit), capture_output=True)
+    assert r.returncode == 2 and b"outside the grants" in r.stderr
+    # An agent that never ran worker start is no known worker: its writes are not judged.
+    other = payload("PreToolUse", repo, "Edit", edit, agent="never-started")
+    assert hook.run("pre", other, env_of())[0] == 0
+
+
+def test_worker_start_says_whether_the_guard_knows_the_session(
+        make_repo: MakeRepo, coord: Cli, worker: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = make_repo({"a.txt": "a\n", "b.txt": "b\n"})
+    for tid in ("A", "B", "C"):
+        ok(coord(repo, "assign", tid, "--title", tid, "--expect", "e", "--write", f"{tid}.txt"))
+    unknown = worker(repo, "start", "A", json_out=False)
+    assert unknown.code == 0 and "do not know this session" in unknown.stdout
+    known = ok(worker(repo, "start", "B", session="sess-20260101-0000-worker@m"))
+    assert known["guard"] == {"known": True, "agent": None, "by": "COORD_SESSION"}
+    monkeypatch.setenv("CODEX_THREAD_ID", "0199a1b2-codex-thread")
+    codex = ok(worker(repo, "start", "C"))
+    assert codex["guard"] == {"known": True, "agent": "codex", "by": "CODEX_THREAD_ID"}
+
+
+# ---- the bracket: writes outside the grants are put back ---------------------------------
+
+def test_a_shell_write_onto_another_task_s_file_is_put_back_at_once(
+        make_repo: MakeRepo, coord: Cli, worker: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo, _sa, _sb = two_tasks(make_repo, coord, worker, monkeypatch)
+    theirs = (repo / "b.txt").read_bytes()
+    script = ("python3 -c \"import pathlib as p; [p.Path(f).write_text('mine\\n') "
+              "for f in ('a.txt', 'b.txt', 'new.txt')]; p.Path('c.txt').unlink()\"")
+    code, out, _err = bash(repo, script)
+    assert code == 0
+    doc = json.loads(out)
+    # Told as context the agent reads and works on (a PostToolUse block would end its turn).
+    assert "decision" not in doc and doc["hookSpecificOutput"]["hookEventName"] == "PostToolUse"
+    told = doc["hookSpecificOutput"]["additionalContext"]
+    assert doc["systemMessage"] == told
+    for path in ("b.txt", "c.txt", "new.txt"):
+        assert path in told
+    assert (repo / "b.txt").read_bytes() == theirs  # B's uncommitted edit is back
+    assert (repo / "c.txt").read_text() == "c\n"
+    assert not (repo / "new.txt").exists()
+    assert (repo / "a.txt").read_text() == "mine\n"  # inside A's grant: kept
+    # What the command wrote there is not lost either (an editor's save during it looks
+    # the same): it is kept in a tree the message names.
+    kept = git(repo, "for-each-ref", "--format=%(objectname)", "refs/hunkwise/calls/undone/")
+    assert kept.strip() and kept.strip()[:12] in told
+    assert git(repo, "show", f"{kept.strip()}:b.txt") == "mine\n"
+
+
+def test_a_change_while_another_session_s_call_ran_is_reported_never_undone(
+        make_repo: MakeRepo, coord: Cli, worker: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo, _sa, _sb = two_tasks(make_repo, coord, worker, monkeypatch)
+    edit = {"file_path": str(repo / "b.txt"), "old_string": "b1", "new_string": "B again"}
+    e = env_of()
+    assert hook.run("pre", payload("PreToolUse", repo, "Bash", {"command": "true"},
+                                   use="toolu_a"), e)[0] == 0
+    # B's Edit runs while A's shell call is still running.
+    assert hook.run("pre", payload("PreToolUse", repo, "Edit", edit, agent=AGENT_B,
+                                   use="toolu_b"), e)[0] == 0
+    write(repo, "b.txt", "B again\nB's own line\nb2\n")
+    assert hook.run("post", payload("PostToolUse", repo, "Edit", edit, agent=AGENT_B,
+                                    use="toolu_b"), e)[0] == 0
+    code, out, _ = hook.run("post", payload("PostToolUse", repo, "Bash", {"command": "true"},
+                                            use="toolu_a"), e)
+    assert code == 0 and "not undone: b.txt" in json.loads(out)["systemMessage"]
+    assert (repo / "b.txt").read_text() == "B again\nB's own line\nb2\n"
+
+
+def test_the_before_record_keeps_the_uncommitted_files_reachable(
+        make_repo: MakeRepo, coord: Cli, worker: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo, sa, _sb = two_tasks(make_repo, coord, worker, monkeypatch)
+    bash(repo, "true")
+    refs = git(repo, "for-each-ref", "--format=%(refname)", "refs/hunkwise/calls/")
+    assert len(refs.split()) == 1
+    tree = refs.split()[0]
+    assert git(repo, "show", f"{tree}:b.txt") == "b1\nB's own line\nb2\n"
+
+
+# ---- provenance -----------------------------------------------------------------------------
+
+def test_tool_calls_record_the_lines_they_wrote(
+        make_repo: MakeRepo, coord: Cli, worker: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo, sa, _sb = two_tasks(make_repo, coord, worker, monkeypatch)
+    root = repo / ".git" / "coord"
+    e = env_of()
+    edit = {"file_path": str(repo / "a.txt"), "old_string": "a1", "new_string": "@cache\na1"}
+    hook.run("pre", payload("PreToolUse", repo, "Edit", edit, use="t1"), e)
+    hook.run("post", payload("PostToolUse", repo, "Edit", edit, use="t1"), e)
+    patch = ("*** Begin Patch\n*** Update File: a.txt\n@@\n a2\n+from a patch\n"
+             "*** End Patch\n")
+    hook.run("post", payload("PostToolUse", repo, "apply_patch", {"command": patch}, use="t2"), e)
+    bash(repo, "printf 'a1\\na2\\nby shell\\n' > a.txt", use="t3")
+    got = provenance.writers(root, "a.txt")
+    for line in (b"@cache", b"from a patch", b"by shell"):
+        assert set(got[provenance.line_digest(line)]) == {sa}, line
+    assert provenance.line_digest(b"a2") not in got  # unchanged lines are nobody's evidence
+
+
+# ---- payloads, install, fail closed -------------------------------------------------------
+
+def test_a_write_over_4_mb_inside_the_grants_is_allowed(
+        make_repo: MakeRepo, coord: Cli, worker: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo, _sa, _sb = two_tasks(make_repo, coord, worker, monkeypatch)
+    big = payload("PreToolUse", repo, "Write",
+                  {"file_path": str(repo / "a.txt"), "content": "x" * 5_000_000})
+    r = subprocess.run([str(BIN / "coord"), "guard"], cwd=repo, env=env_of(), check=False,
+                       input=big, capture_output=True)
+    assert r.returncode == 0, r.stderr
+    assert hook.run("pre", big, env_of())[0] == 0
+
+
+def test_install_writes_every_hook_with_a_timeout_and_a_wrapper_that_fails_closed(
+        make_repo: MakeRepo, coord: Cli) -> None:
+    repo = make_repo({"a.txt": "a\n"})
+    doc = ok(coord(repo, "install-hooks", "--agent", "claude", "--agent", "codex"))
+    assert any("exits 2" in n for n in doc["notes"])
+    claude = json.loads((repo / ".claude" / "settings.local.json").read_text())["hooks"]
+    assert set(claude) == {"PreToolUse", "PostToolUse", "ConfigChange"}
+    pre = claude["PreToolUse"][0]
+    assert pre["matcher"].split("|") == ["Bash", "PowerShell", "Monitor", "Edit", "Write",
+                                         "NotebookEdit"]
+    assert pre["hooks"][0]["onFailure"] == "block"
+    codex = json.loads((repo / ".codex" / "hooks.json").read_text())["hooks"]
+    assert set(codex) == {"PreToolUse", "PostToolUse"}
+    for events in (claude, codex):
+        for entries in events.values():
+            for h in entries[0]["hooks"]:
+                assert isinstance(h["timeout"], int) and h["timeout"] > 0
+    command = pre["hooks"][0]["command"]
+    py = str(Path(sys.executable).absolute())
+    assert command.startswith(py)
+    # A moved virtualenv, or an interpreter without hunkwise: blocked, and said why.
+    for broken in ("/nonexistent/venv/bin/python", "/usr/bin/python3"):
+        if broken.startswith("/usr") and not os.path.exists(broken):
+            continue
+        r = subprocess.run(command.replace(py, broken, 1), shell=True, cwd=repo, check=False,
+                           input=b"{}", capture_output=True, env=env_of())
+        assert r.returncode == 2 and b"could not run" in r.stderr, (broken, r.stderr)
+
+
+def test_uninstall_leaves_exactly_what_was_there(make_repo: MakeRepo, coord: Cli) -> None:
+    repo = make_repo({"a.txt": "a\n"})
+    exclude = repo / ".git" / "info" / "exclude"
+    before = exclude.read_bytes() if exclude.exists() else None
+    listing = sorted(p.name for p in (repo / ".git" / "hooks").iterdir())
+    ok(coord(repo, "install-hooks", "--agent", "claude", "--agent", "codex"))
+    ok(coord(repo, "uninstall-hooks"))
+    assert not (repo / ".claude").exists() and not (repo / ".codex").exists()
+    assert not (repo / ".agents").exists()
+    assert (exclude.read_bytes() if exclude.exists() else None) == before
+    assert sorted(p.name for p in (repo / ".git" / "hooks").iterdir()) == listing
+
+
+def test_config_change_that_drops_the_hooks_is_refused(make_repo: MakeRepo, coord: Cli) -> None:
+    repo = make_repo({"a.txt": "a\n"})
+    ok(coord(repo, "install-hooks", "--agent", "claude"))
+    change = json.dumps({"session_id": AGENT_A, "cwd": str(repo),
+                         "hook_event_name": "ConfigChange", "source": "local_settings"}).encode()
+    assert hook.run("config", change, env_of())[0] == 0
+    (repo / ".claude" / "settings.local.json").write_text("{}\n")
+    code, _, err = hook.run("config", change, env_of())
+    assert code == 2 and "uninstall-hooks" in err
+    assert hook.run("config", change, env_of(HUNKWISE_COORDINATOR="1"))[0] == 0
+
+
+# ---- the user's own git hooks -------------------------------------------------------------
+
+def _commit(repo: Path, coordinator: bool = False) -> subprocess.CompletedProcess[str]:
+    env = env_of(**({"HUNKWISE_COORDINATOR": "1"} if coordinator else {}))
+    return subprocess.run(["git", "commit", "-q", "--allow-empty", "-m", "x"], cwd=repo,
+                          env=env, check=False, capture_output=True, text=True)
+
+
+def test_a_global_hooks_folder_is_never_written(make_repo: MakeRepo, coord: Cli,
+                                                tmp_path: Path) -> None:
+    shared = tmp_path / "dotfiles-hooks"
+    shared.mkdir()
+    log = tmp_path / "global.log"
+    (shared / "pre-commit").write_text(f"#!/bin/sh\necho ran >> '{log}'\n")
+    (shared / "pre-commit").chmod(0o755)
+    git(tmp_path, "config", "--global", "core.hooksPath", str(shared))
+    repo, other = make_repo({"a.txt": "a\n"}), make_repo({"b.txt": "b\n"})
+    log.unlink()  # their first commits ran it
+    doc = ok(coord(repo, "install-hooks"))
+    assert sorted(p.name for p in shared.iterdir()) == ["pre-commit"]
+    assert any("left alone" in n for n in doc["notes"])
+    assert _commit(repo).returncode != 0  # a worker's commit here is refused
+    assert _commit(repo, coordinator=True).returncode == 0
+    assert log.read_text() == "ran\n"  # the user's global hook still runs, chained
+    assert _commit(other).returncode == 0  # every other repository is untouched
+    listing = sorted(p.name for p in (repo / ".git" / "hooks").iterdir())
+    ok(coord(repo, "uninstall-hooks"))
+    assert git(repo, "config", "--local", "--get-all", "core.hooksPath", check=False) == ""
+    left = sorted(p.name for p in (repo / ".git" / "hooks").iterdir())
+    assert left == [n for n in listing if n not in (
+        "pre-commit", "reference-transaction", "pre-commit.hunkwise-chained")]
+    assert _commit(repo).returncode == 0
+
+
+def test_a_tracked_hooks_folder_is_refused_with_the_reason(make_repo: MakeRepo,
+                                                           coord: Cli) -> None:
+    repo = make_repo({"githooks/pre-commit": "#!/bin/sh\nexit 0\n", "a.txt": "a\n"})
+    git(repo, "config", "core.hooksPath", "githooks")
+    r = coord(repo, "install-hooks")
+    assert r.code == 3 and "tracked" in r.doc["error"]["message"]
+    assert git(repo, "status", "--porcelain") == ""
+
+
+def test_uninstall_after_pre_commit_install_leaves_commits_working(make_repo: MakeRepo,
+                                                                    coord: Cli) -> None:
+    repo = make_repo({"a.txt": "a\n"})
+    ok(coord(repo, "install-hooks"))
+    hooks_dir = repo / ".git" / "hooks"
+    # What `pre-commit install` does to a hook it finds: keeps it as .legacy and runs it.
+    os.rename(hooks_dir / "pre-commit", hooks_dir / "pre-commit.legacy")
+    (hooks_dir / "pre-commit").write_text(
+        "#!/usr/bin/env bash\n# File generated by pre-commit: https://pre-commit.com\n"
+        'here="$(dirname "$0")"\n'
+        'if [ -x "$here/pre-commit.legacy" ]; then "$here/pre-commit.legacy" || exit $?; fi\n')
+    (hooks_dir / "pre-commit").chmod(0o755)
+    assert _commit(repo).returncode != 0
+    ok(coord(repo, "uninstall-hooks"))
+    assert _commit(repo).returncode == 0
+    assert "pre-commit.com" in (hooks_dir / "pre-commit").read_text()  # theirs stays
+
+
+# ---- the real-process evidence ------------------------------------------------------------
+
+def _installed(repo: Path, event: str) -> str:
+    data = json.loads((repo / ".claude" / "settings.local.json").read_text())
+    return str(data["hooks"][event][0]["hooks"][0]["command"])
+
+
+def _hook_process(repo: Path, event: str, body: bytes, env: dict[str, str]
+                  ) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(_installed(repo, event), shell=True, cwd=repo, input=body, env=env,
+                          capture_output=True, check=False)
+
+
+def test_an_agent_started_without_coord_session_is_guarded_after_worker_start(
+        make_repo: MakeRepo, coord: Cli) -> None:
+    """Claude Code as documented: the hook commands of .claude/settings.local.json run
+    through a shell with the call on stdin; the agent's Bash tool has CLAUDE_CODE_SESSION_ID
+    and nothing hunkwise set."""
+    repo = make_repo({"a.txt": "a1\n", "b.txt": "b1\nb2\n"})
+    ok(coord(repo, "install-hooks", "--agent", "claude"))
+    for tid, path in (("A", "a.txt"), ("B", "b.txt")):
+        ok(coord(repo, "assign", tid, "--title", tid, "--expect", "e", "--write", path))
+    agent_env = env_of(CLAUDE_CODE_SESSION_ID=AGENT_A)
+    b_env = env_of(CLAUDE_CODE_SESSION_ID=AGENT_B)
+    for tid, env in (("B", b_env), ("A", agent_env)):
+        started = subprocess.run([str(BIN / "worker"), "start", tid], cwd=repo, env=env,
+                                 capture_output=True, text=True, check=False)
+        assert started.returncode == 0 and "know this session from its next tool call" in \
+            started.stdout, started.stdout + started.stderr
+    write(repo, "b.txt", "b1\nB's work\nb2\n")
+    theirs = (repo / "b.txt").read_bytes()
+
+    edit = {"file_path": str(repo / "b.txt"), "old_string": "b1", "new_string": "A's"}
+    blocked = _hook_process(repo, "PreToolUse", payload("PreToolUse", repo, "Edit", edit),
+                            agent_env)
+    assert blocked.returncode == 2 and b"outside the grants" in blocked.stderr
+
+    sed = {"command": "sed -i 's/b1/A was here/' b.txt"}
+    pre = _hook_process(repo, "PreToolUse", payload("PreToolUse", repo, "Bash", sed,
+                                                    use="toolu_sed"), agent_env)
+    if pre.returncode == 0:  # not judged before the call: the bracket undoes it after
+        subprocess.run(sed["command"], shell=True, cwd=repo, check=True, env=agent_env)
+        post = _hook_process(repo, "PostToolUse", payload("PostToolUse", repo, "Bash", sed,
+                                                          use="toolu_sed"), agent_env)
+        assert post.returncode == 0
+        assert "b.txt" in json.loads(post.stdout)["hookSpecificOutput"]["additionalContext"]
+    else:
+        assert pre.returncode == 2
+    assert (repo / "b.txt").read_bytes() == theirs  # nothing lost
