@@ -251,7 +251,7 @@ def status(ctx: Ctx, *, everything: bool = False) -> StatusResult:
 
     return {
         "events": recent_events(ctx.lay),
-        "lost": lost_tasks(ctx, list(state.tasks.values()), tv),
+        "lost": lost_tasks(ctx, list(state.tasks.values()), tv, state),
         "tasks": rows,
         "interventions": state.interventions.get(str(state.batch), 0),
         "decisions_open": sum(1 for d in state.decisions if d.state == "open"),

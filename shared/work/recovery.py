@@ -218,28 +218,77 @@ def loss(repo: Path, saved: Saved, current: dict[str, FileChange],
 def current_changes(repo: Path, saved: Saved, now_tree: str,
                     tv: TreeView | None = None) -> dict[str, FileChange]:
     """The changes base -> now of the paths a record names, by report path."""
-    if tv is not None and saved.base == tv.snap.head and now_tree == tv.snap.tree:
-        return {report_path(c.path): c for c in tv.changes}
-    base = saved.base or git.empty_tree(repo)
-    wanted = set(saved.hunks) | set(saved.whole)
-    paths = {p for p in diff.changed_paths(repo, base, saved.tree) if report_path(p) in wanted}
-    if not paths:
-        return {}
-    return {report_path(c.path): c for c in diff.diff_trees(repo, base, now_tree, sorted(paths))}
+    return currents(repo, [saved], now_tree, tv)[0]
+
+
+def currents(repo: Path, records: Sequence[Saved], now_tree: str,
+             tv: TreeView | None = None) -> list[dict[str, FileChange]]:
+    """`current_changes` of many records at once, without a git process per record.
+
+    A record made on the commit the tree view is of reads the view's own changes (one
+    index by report path, shared by every such record); the others are grouped by their
+    base, each base diffed once against now for all its records' paths. Only a record
+    naming a path that is not plain UTF-8 (whose report path may stand for more than one
+    real path) asks git which real paths its own diff holds.
+    """
+    now: dict[str, FileChange] | None = None
+    out: list[dict[str, FileChange] | None] = [None] * len(records)
+    by_base: dict[str, list[int]] = {}
+    for i, saved in enumerate(records):
+        if tv is not None and saved.base == tv.snap.head and now_tree == tv.snap.tree:
+            if now is None:
+                now = {report_path(c.path): c for c in tv.changes}
+            out[i] = now
+        else:
+            by_base.setdefault(saved.base or git.empty_tree(repo), []).append(i)
+    for base, members in by_base.items():
+        paths: set[str] = set()
+        for i in members:
+            saved = records[i]
+            wanted = set(saved.hunks) | set(saved.whole)
+            if any("\\" in rp for rp in wanted):
+                paths.update(p for p in diff.changed_paths(repo, base, saved.tree)
+                             if report_path(p) in wanted)
+            else:
+                paths |= wanted  # a plain path is its own report path
+        found = {report_path(c.path): c
+                 for c in diff.diff_trees(repo, base, now_tree, sorted(paths))} if paths else {}
+        for i in members:
+            out[i] = found  # a superset: a loss reads only the paths its record names
+    return [o if o is not None else {} for o in out]
+
+
+def present(repo: Path, oids: Iterable[str]) -> set[str]:
+    """The object ids among `oids` that the repository holds: one `cat-file --batch-check`
+    answers them all (none when there is nothing to ask)."""
+    want = list(dict.fromkeys(o for o in oids if o))
+    if not want:
+        return set()
+    rc, out = git.run_rc(repo, "cat-file", "--batch-check",
+                         input="".join(f"{o}\n" for o in want).encode())
+    if rc != 0:
+        return set()
+    lines = out.decode(errors="replace").split("\n")
+    return {o for o, line in zip(want, lines, strict=False)
+            if line.split(" ")[-1:] != ["missing"] and line.startswith(o)}
 
 
 def lost_of(repo: Path, task: Task, now_tree: str, tv: TreeView | None = None) -> Loss:
-    saved = task.saved
-    if saved is None or not _objects_exist(repo, saved):
-        return Loss([], {})
-    return loss(repo, saved, current_changes(repo, saved, now_tree, tv))
+    return losses_of(repo, [task], now_tree, tv).get(task.id, Loss([], {}))
 
 
-def _objects_exist(repo: Path, saved: Saved) -> bool:
-    oids = [saved.tree] + ([saved.base] if saved.base else [])
-    rc, out = git.run_rc(repo, "cat-file", "--batch-check", input="".join(
-        f"{o}\n" for o in oids).encode())
-    return rc == 0 and b"missing" not in out
+def losses_of(repo: Path, tasks: Sequence[Task], now_tree: str,
+              tv: TreeView | None = None) -> dict[str, Loss]:
+    """What of each task's record is gone (tasks without a record, or whose snapshot the
+    repository no longer holds, are left out): one existence check for every record, one
+    tree view index, a diff per base the records were made on, never a process per task."""
+    recs = [(t.id, t.saved) for t in tasks if t.saved is not None]
+    if not recs:
+        return {}
+    have = present(repo, [o for _tid, s in recs for o in (s.tree, s.base) if o])
+    kept = [(tid, s) for tid, s in recs if s.tree in have and (not s.base or s.base in have)]
+    found = currents(repo, [s for _tid, s in kept], now_tree, tv)
+    return {tid: loss(repo, s, cur) for (tid, s), cur in zip(kept, found, strict=True)}
 
 
 # ---- recording unreported work -------------------------------------------------------------
@@ -261,15 +310,15 @@ def record_wip(ctx: Any, state: State, tv: TreeView,
     """
     losses: dict[str, Loss] = {}
     todo: list[tuple[str, Saved | None, Saved]] = []
-    for tid in task_ids:
-        task = state.tasks.get(tid)
-        if task is None or task.state != TaskState.IN_PROGRESS:
-            continue
-        if task.saved is not None and task.saved.tree == tv.snap.tree \
-                and task.saved.base == tv.snap.head:
-            continue
-        lost = lost_of(ctx.repo, task, tv.snap.tree, tv)
-        if lost.paths:
+    due = [task for tid in task_ids if (task := state.tasks.get(tid)) is not None
+           and task.state == TaskState.IN_PROGRESS
+           and not (task.saved is not None and task.saved.tree == tv.snap.tree
+                    and task.saved.base == tv.snap.head)]
+    gone = losses_of(ctx.repo, due, tv.snap.tree, tv)
+    for task in due:
+        tid = task.id
+        lost = gone.get(tid)
+        if lost is not None and lost.paths:
             losses[tid] = lost
             continue
         sel = select(tv, task)
