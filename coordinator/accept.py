@@ -298,7 +298,7 @@ def _accept(ctx: Ctx, task_id: str, *, message: str | None, recheck: bool | None
                                   + ", ".join(f"{r.command!r} (exit {r.exit_code})" for r in bad)
                                   + "; nothing committed", details=failure_text(bad))
         with store.locked(ctx.lay):
-            state = store.load(ctx.lay)
+            state = store.load(ctx.lay, reuse=state)  # unparsed when nobody wrote since
             if state.freeze is not None:
                 raise StateRefused(f"coord accept {task_id} refused: a freeze began meanwhile")
             now_task = state.tasks[task_id]

@@ -82,7 +82,7 @@ def assign(ctx: Ctx, *, task_id: str | None, title: str, expect: str, writes: li
     seen = store.load(ctx.lay)
     sync_ranges(ctx.repo, seen)
     clashes = find_conflicts(grants, exclusive, active_tasks(seen), files, serial)
-    with store.transaction(ctx.lay) as state:
+    with store.transaction(ctx.lay, reuse=seen) as state:
         sync_ranges(ctx.repo, state)
         if _grant_key(state) != _grant_key(seen):
             clashes = find_conflicts(grants, exclusive, active_tasks(state), files, serial)

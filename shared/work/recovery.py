@@ -346,7 +346,7 @@ def record_wip(ctx: Any, state: State, tv: TreeView,
         # A short wait: recording must never hold up the command it rides on; the next
         # command records what this one could not.
         with store.locked(ctx.lay, timeout=RECORD_LOCK_WAIT_S):
-            st = store.load(ctx.lay)
+            st = store.load(ctx.lay, reuse=state)  # unparsed when nobody wrote since
             for tid, before, rec in todo:
                 task = st.tasks.get(tid)
                 if task is None or task.state != TaskState.IN_PROGRESS or task.saved != before:
@@ -369,13 +369,14 @@ def record_wip(ctx: Any, state: State, tv: TreeView,
     return losses
 
 
-def record_now(ctx: Any, task_ids: Iterable[str],
-               snap: snapshot.Snapshot | None = None) -> dict[str, Loss]:
+def record_now(ctx: Any, task_ids: Iterable[str], snap: snapshot.Snapshot | None = None,
+               state: State | None = None) -> dict[str, Loss]:
     """`record_wip` for a worker command: one snapshot (`snap` when the command has one);
-    a tree view only when the tree changed since the tasks' records."""
+    a tree view only when the tree changed since the tasks' records. `state`: the one the
+    command saved last, not parsed again when nobody wrote since."""
     from hunkwise.shared.hunks.taskview import active_tasks, view
 
-    state = store.load(ctx.lay)
+    state = store.load(ctx.lay, reuse=state)
     ids = [t for t in task_ids if t in state.tasks
            and state.tasks[t].state == TaskState.IN_PROGRESS]
     if not ids:
