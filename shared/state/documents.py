@@ -775,6 +775,7 @@ class BoardClaim(TypedDict):
 
     session: str
     opened: str
+    heartbeat: str
     heartbeat_age_s: int
     ttl: int
     stale: bool
@@ -802,6 +803,7 @@ class QueueRow(ReportHead):
     task_id: str
     revision: int
     file: str
+    delivered: str
     age_s: int
 
 
