@@ -74,6 +74,8 @@ def approving_sessions(ctx: Ctx, task: Task, revision: int) -> list[str]:
     from hunkwise.shared.errors import CoordError
     from hunkwise.shared.state.context import session_role
 
+    if "approved" not in task.audit.values():
+        return []  # no role approved: no verdict can count, and no report is read for one
     newest: dict[str, str] = {}
     for e in inbox.find_task_reports(ctx.lay.inbox, task.id):
         try:

@@ -75,11 +75,13 @@ def strict_json_loads(data: bytes | str) -> Any:
     """json.loads that refuses duplicate keys and NaN/Infinity."""
 
     def no_dupes(pairs: list[tuple[str, Any]]) -> dict[str, Any]:  # any JSON object
-        out: dict[str, Any] = {}
-        for k, v in pairs:
-            if k in out:
-                raise ValueError(f"duplicate key {k!r}")
-            out[k] = v
+        out = dict(pairs)  # built in C; a key given twice makes it shorter than the pairs
+        if len(out) != len(pairs):
+            seen: set[str] = set()
+            for k, _v in pairs:
+                if k in seen:
+                    raise ValueError(f"duplicate key {k!r}")
+                seen.add(k)
         return out
 
     def no_constants(name: str) -> Any:
