@@ -74,19 +74,41 @@ def test_a_snapshot_of_an_unchanged_tree_writes_no_index(make_repo: MakeRepo) ->
     hgit.close_readers()
 
 
-def test_a_heartbeat_with_nothing_new_reads_the_tree_once_and_records_nothing(
+def test_a_heartbeat_with_nothing_new_reads_no_tree_and_records_nothing(
         make_repo: MakeRepo, coord: Cli, worker: Cli, tmp_path: Path) -> None:
-    repo = make_repo({"a.txt": numbered(9)})
-    ok(coord(repo, "assign", "A", "--title", "A", "--expect", "e", "--write", "a.txt"))
+    """Nothing under the task's grants changed since its record, HEAD did not move: the
+    heartbeat reads HEAD and no tree. A change in its grants, or HEAD moving, makes the
+    record due again; a change elsewhere does not."""
+    repo = make_repo({"a.txt": numbered(9), "src/x.txt": numbered(3), "other.txt": "o\n"})
+    ok(coord(repo, "assign", "A", "--title", "A", "--expect", "e", "--write", "a.txt",
+             "--write", "src/**"))
     ok(worker(repo, "start", "A"))
     set_line(repo, "a.txt", 2, "A's line")
-    settled(repo, "a.txt")
+    settled(repo, "a.txt", "src/x.txt")
     ok(worker(repo, "heartbeat", "A"))  # records the change
-    recorded = ok(coord(repo, "status"))
     run = traced(tmp_path)
-    started = run("worker", repo, "heartbeat", "A")
-    assert sorted(s.split(" ")[0] for s in started) == ["add", "cat-file", "write-tree"], started
-    assert ok(coord(repo, "status"))["lost"] == recorded["lost"] == []
+
+    def git_of_heartbeat() -> list[str]:
+        return sorted(s.split(" ")[0] for s in run("worker", repo, "heartbeat", "A"))
+
+    assert git_of_heartbeat() == ["cat-file"]
+    write(repo, "other.txt", "another task's\n")  # outside A's grants: nothing due
+    assert git_of_heartbeat() == ["cat-file"]
+    write(repo, "src/new.txt", "A's new file\n")  # a new path in A's glob: due
+    assert "update-ref" in git_of_heartbeat()
+    assert "add" in git_of_heartbeat()  # written a moment ago: its stat data not trusted
+    settled(repo, "src/new.txt")
+    git_of_heartbeat()
+    assert git_of_heartbeat() == ["cat-file"]
+    write(repo, "src/new.txt", "A's new line\n")  # the same size, maybe the same tick
+    assert "update-ref" in git_of_heartbeat()
     set_line(repo, "a.txt", 4, "more of A's")
-    again = run("worker", repo, "heartbeat", "A")
-    assert "update-ref" in [s.split(" ")[0] for s in again]  # a change since: recorded
+    assert "update-ref" in git_of_heartbeat()
+    git(repo, "add", "other.txt")
+    git(repo, "commit", "-q", "-m", "HEAD moves")
+    assert "add" in git_of_heartbeat()  # another base: read the tree again
+    assert ok(coord(repo, "status"))["lost"] == []
+    write(repo, "a.txt", numbered(9))  # A's work overwritten: the heartbeat says so
+    doc = ok(worker(repo, "heartbeat", "A"))
+    assert doc["lost"][0]["paths"] == ["a.txt"]
+    assert ok(worker(repo, "heartbeat", "A"))["lost"][0]["paths"] == ["a.txt"]  # every time

@@ -373,19 +373,37 @@ def record_now(ctx: Any, task_ids: Iterable[str], snap: snapshot.Snapshot | None
                state: State | None = None) -> dict[str, Loss]:
     """`record_wip` for a worker command: one snapshot (`snap` when the command has one);
     a tree view only when the tree changed since the tasks' records. `state`: the one the
-    command saved last, not parsed again when nobody wrote since."""
+    command saved last, not parsed again when nobody wrote since.
+
+    Without `snap`, only when a record is due (shared/work/quiet.py): while no path under
+    the tasks' grants changed since their records and HEAD did not move, the tree is not
+    read at all (a heartbeat then costs no snapshot)."""
     from hunkwise.shared.hunks.taskview import active_tasks, view
+    from hunkwise.shared.work import quiet
 
     state = store.load(ctx.lay, reuse=state)
     ids = [t for t in task_ids if t in state.tasks
            and state.tasks[t].state == TaskState.IN_PROGRESS]
     if not ids:
         return {}
+    digests: dict[str, str | None] = {}
+    if snap is None:
+        digests = {t: quiet.grant_stat(ctx.repo, state.tasks[t]) for t in ids}
+        head = git.head(ctx.repo)
+        if all(quiet.is_quiet(ctx.repo, state.tasks[t], digests[t], head) for t in ids):
+            return {}
     snap = snap or snapshot.take(ctx.repo)
     if all((s := state.tasks[t].saved) is not None and s.tree == snap.tree
            and s.base == snap.head for t in ids):
-        return {}
-    return record_wip(ctx, state, view(ctx.repo, active_tasks(state), snap), ids)
+        losses: dict[str, Loss] = {}
+    else:
+        losses = record_wip(ctx, state, view(ctx.repo, active_tasks(state), snap), ids)
+    for t in digests:  # current now (or its loss kept): stamped with what was seen before
+        task = state.tasks[t]
+        current = task.saved is not None and task.saved.tree == snap.tree \
+            and task.saved.base == snap.head
+        quiet.stamp(ctx.repo, task, digests[t] if current and t not in losses else None)
+    return losses
 
 
 def held_by(state: State, session: str) -> list[str]:
