@@ -85,6 +85,8 @@ def approving_sessions(ctx: Ctx, task: Task, revision: int) -> list[str]:
     from hunkwise.shared.errors import CoordError
     from hunkwise.shared.state.context import session_role
 
+    if "approved" not in task.audit.values():
+        return []  # no role approved: no verdict can count, and no report is read for one
     newest: dict[str, str] = {}
     for e in inbox.find_task_reports(ctx.lay.inbox, task.id):
         try:
@@ -355,7 +357,7 @@ def _accept(ctx: Ctx, task_id: str, *, message: str | None, recheck: bool | None
                               f"(exit {hooked.exit_code}); nothing committed",
                               details=hooked.output_tail)
         with store.locked(ctx.lay):
-            state = store.load(ctx.lay)
+            state = store.load(ctx.lay, reuse=state)  # unparsed when nobody wrote since
             if state.freeze is not None:
                 raise StateRefused(f"coord accept {task_id} refused: a freeze began meanwhile")
             now_task = state.tasks[task_id]

@@ -108,7 +108,8 @@ def board_state(ctx: Ctx, *, lost: list[LostWork] | None = None,
             continue
         c = t.claim
         tasks.append({**t.public(), "last_status": t.last_status, "claim": None if c is None else {
-            "session": c.session, "opened": iso(c.opened), "heartbeat_age_s": round(now - c.heartbeat),
+            "session": c.session, "opened": iso(c.opened), "heartbeat": iso(c.heartbeat),
+            "heartbeat_age_s": round(now - c.heartbeat),
             "ttl": c.ttl, "stale": is_stale(t, now)},
             # its launched agent (coordinator/launch.py), or None
             "agent": status_of(t) if t.launch is not None else None})
@@ -117,7 +118,8 @@ def board_state(ctx: Ctx, *, lost: list[LostWork] | None = None,
     for ent in pending[:MAX_INBOX_READ]:
         head = _report_head(ent.path)
         queue.append({"task_id": ent.task_id, "revision": ent.revision, "file": ent.name,
-                      "age_s": round(now - ent.time_ns / 1e9), **head})
+                      "delivered": iso(ent.time_ns / 1e9), "age_s": round(now - ent.time_ns / 1e9),
+                      **head})
     signals: list[BoardSignal] = [
         {**s.public(), "for_coordinator": for_coordinator(s.to)}
         for s in state.signals if s.state == "pending"]

@@ -22,10 +22,11 @@ def e(value: object) -> str:
     return html.escape("" if value is None else str(value), quote=True)
 
 
-def _age(s: float | None) -> str:
-    if s is None:
-        return "-"
-    return f"{s:.0f}s" if s < 120 else (f"{s / 60:.0f}m" if s < 7200 else f"{s / 3600:.1f}h")
+def _since(at: str) -> str:
+    """A moment the page shows as an age ("12s", "5m"): the page's script counts it from
+    `data-at` every second, so the fragment itself never changes with the clock and an
+    unchanged board answers a poll with 304. Without the script it reads as the time."""
+    return f'<time class="age" datetime="{e(at)}" data-at="{e(at)}">{e(at)}</time>'
 
 
 def _table(cls: str, header: list[str], rows: list[list[str]], empty: str,
@@ -95,8 +96,8 @@ def render(doc: BoardState, csrf: str) -> str:
                + pill(bool(doc["lost"]), len(doc["lost"]), "task with lost work", "tasks with lost work")
                + pill(False, doc["interventions"], "intervention this batch",
                       "interventions this batch")
-               + f'<li class="meta">repo <b>{e(doc["repo"])}</b>, batch {e(doc["batch"])}, '
-               f'as of {e(doc["at"])}</li></ul></section>')
+               + f'<li class="meta">repo <b>{e(doc["repo"])}</b>, batch {e(doc["batch"])}'
+               '</li></ul></section>')
     # Decisions first: they are what the supervisor is here for.
     rows, dattrs = [], []
     for d in doc["decisions"]:
@@ -138,7 +139,7 @@ def render(doc: BoardState, csrf: str) -> str:
             c = t["claim"]
             claim = "-" if c is None else (
                 f'<span class="{"stale" if c["stale"] else "live"}">heartbeat '
-                f'{e(_age(c["heartbeat_age_s"]))} ago'
+                f'{_since(c["heartbeat"])}'
                 + (' · <b class="stale-mark">STALE</b>' if c["stale"] else "")
                 + (f'<br>{e(c["session"])}' if c["session"] != t["session"] else "") + "</span>")
             claim += _agent_cell(t)
@@ -156,7 +157,7 @@ def render(doc: BoardState, csrf: str) -> str:
                + "</section>")
     # Inbox, signals, lost work, events.
     rows = [[e(r["task_id"]), e(f'r{r["revision"]}'), e(r["kind"] or "task"),
-             e(r["status"]), e(r["title"]), e(_age(r["age_s"]))] for r in doc["inbox"]["queue"]]
+             e(r["status"]), e(r["title"]), _since(r["delivered"])] for r in doc["inbox"]["queue"]]
     out.append('<section id="inbox"><h2>Inbox queue</h2>'
                + _table("inbox", ["task", "rev", "kind", "status", "title", "age"], rows,
                         "inbox empty") + "</section>")

@@ -21,26 +21,28 @@ if TYPE_CHECKING:
     from hunkwise.shared.state.documents import LostWork, RestoreResult
 
 
-def lost_tasks(ctx: Ctx, tasks: list[Any], tv: Any) -> list[LostWork]:
+def lost_tasks(ctx: Ctx, tasks: list[Any], tv: Any, state: Any = None) -> list[LostWork]:
     """Active tasks whose recorded changes (reported or not) are partly gone from the tree.
 
-    `coord status` calls this with its tree view, so it also records the in-progress
-    tasks' unreported work where it changed (cheap when nothing did).
+    `coord status` calls this with its tree view (and the state it read), so it also
+    records the in-progress tasks' unreported work where it changed (cheap when nothing
+    did). One existence check and one diff per base serve every task (recovery.losses_of).
     """
     from hunkwise.shared.errors import CoordError
 
-    state = store.load(ctx.lay)
+    state = store.load(ctx.lay) if state is None else state
     running = [t.id for t in tasks if t.state == TaskState.IN_PROGRESS]
     try:
         losses = recovery.record_wip(ctx, state, tv, running) if running else {}
     except CoordError:
         running, losses = [], {}  # the lock is busy: only list, record next time
+    others = [t for t in tasks if t.active and t.saved is not None and t.id not in running]
+    losses = {**recovery.losses_of(ctx.repo, others, tv.snap.tree, tv), **losses}
     lost: list[LostWork] = []
     for t in sorted(tasks, key=lambda t: t.id):
         if not t.active or t.saved is None:
             continue
-        gone = losses.get(t.id) if t.id in running else recovery.lost_of(
-            ctx.repo, t, tv.snap.tree, tv)
+        gone = losses.get(t.id)
         if gone is not None and gone.paths:
             lost.append({"task": t.id, "paths": gone.paths})
     return lost

@@ -388,7 +388,9 @@ def next_report(ctx: Ctx) -> NextResult:
         if inbox.take(e) is None:
             continue  # another coord next took it first
         verdict = validate(ctx, state, task, report)
-        with store.transaction(ctx.lay) as st:
+        # Not parsed again when nobody wrote since (its ranges, re-mapped to HEAD in memory,
+        # are then saved with it, as any command's that writes).
+        with store.transaction(ctx.lay, reuse=state) as st:
             t = st.tasks.get(task.id)
             if t is not None:
                 t.served_revision = max(t.served_revision, min(report.revision, _limit(t)))

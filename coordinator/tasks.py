@@ -172,7 +172,7 @@ def assign(ctx: Ctx, *, task_id: str | None, title: str, expect: str, writes: li
     seen = store.load(ctx.lay)
     sync_ranges(ctx.repo, seen)
     clashes = find_conflicts(grants, exclusive, active_tasks(seen), files, serial)
-    with store.transaction(ctx.lay) as state:
+    with store.transaction(ctx.lay, reuse=seen) as state:
         sync_ranges(ctx.repo, state)
         if _grant_key(state) != _grant_key(seen):
             clashes = find_conflicts(grants, exclusive, active_tasks(state), files, serial)
@@ -410,7 +410,7 @@ def status(ctx: Ctx, *, everything: bool = False) -> StatusResult:
 
     return {
         "events": recent_events(ctx.lay),
-        "lost": lost_tasks(ctx, list(state.tasks.values()), tv),
+        "lost": lost_tasks(ctx, list(state.tasks.values()), tv, state),
         "tasks": rows,
         "interventions": state.interventions.get(str(state.batch), 0),
         "decisions_open": sum(1 for d in state.decisions if d.state == "open"),

@@ -219,3 +219,59 @@ def test_a_first_worker_start_reads_the_tree_once(make_repo: MakeRepo, coord: Cl
     started = traced(tmp_path)("worker", repo, "start", "A")
     assert len(named(started, "add")) == 1 and len(named(started, "write-tree")) == 1, started
     assert len(started) <= 6, started  # the snapshot (3), its diff, the reader, rev-parse
+
+
+# ---- flat in reported tasks ----------------------------------------------------------------
+
+def _counts(started: list[str]) -> dict[str, int]:
+    from collections import Counter
+
+    return dict(Counter(s.split(" ")[0] for s in started))
+
+
+@pytest.mark.slow
+def test_the_hot_commands_start_as_many_git_processes_at_1_50_and_1000_reported_tasks(
+        make_repo: MakeRepo, coord: Cli, worker: Cli, tmp_path: Path) -> None:
+    """`coord status` checks every reported task's record (are its snapshots still there,
+    is any of its work gone): one `cat-file --batch-check` for all of them, one diff per
+    commit the records were made on, never a process per task; `coord next` and
+    `worker done` never start one per task either. Each record has a snapshot tree of its
+    own; after a commit the records' base is no longer HEAD, and they are diffed again."""
+    from testing.reported import reported_tasks, scene_files
+
+    seen: dict[int, dict[str, dict[str, int]]] = {}
+    run = traced(tmp_path)
+    for n in (1, 50, 1000):
+        repo = make_repo(scene_files(n))
+        reported = reported_tasks(repo, coord, worker, n)
+        assert len(reported) == n
+        counts = {"status": _counts(run("coord", repo, "status"))}
+        lost_before = ok(coord(repo, "status"))["lost"]
+        write(repo, "z.txt", "unrelated\n")
+        git(repo, "add", "z.txt")
+        git(repo, "commit", "-q", "-m", "moves HEAD past every record's base")
+        counts["status after a commit"] = _counts(run("coord", repo, "status"))
+        counts["worker done"] = _counts(run("worker", repo, "done", "A"))
+        counts["coord next"] = _counts(run("coord", repo, "next"))
+        status = ok(coord(repo, "status"))
+        assert lost_before == [] and status["lost"] == [], status["lost"]
+        assert sum(t["state"] == "reported" for t in status["tasks"]) == n + 1
+        seen[n] = counts
+        assert counts["status"].get("cat-file", 0) <= 2, counts  # the reader, one batch-check
+    assert seen[1] == seen[50] == seen[1000], seen
+
+
+def test_a_record_whose_work_is_gone_is_listed_among_many(make_repo: MakeRepo, coord: Cli,
+                                                          worker: Cli) -> None:
+    """The one existence check and the shared diffs still find the one task whose work was
+    overwritten, before and after HEAD moves, and only that one."""
+    from testing.reported import reported_tasks, scene_files
+
+    repo = make_repo(scene_files(6))
+    reported_tasks(repo, coord, worker, 6)
+    write(repo, "f/0003.txt", numbered(5))  # R0003's line, back to the commit's
+    assert ok(coord(repo, "status"))["lost"] == [{"task": "R0003", "paths": ["f/0003.txt"]}]
+    write(repo, "z.txt", "unrelated\n")
+    git(repo, "add", "z.txt")
+    git(repo, "commit", "-q", "-m", "moves HEAD")
+    assert ok(coord(repo, "status"))["lost"] == [{"task": "R0003", "paths": ["f/0003.txt"]}]

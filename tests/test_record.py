@@ -44,12 +44,17 @@ DATA = Path(__file__).parent / "data"
 
 
 def test_a_state_written_by_the_previous_release_is_read_and_written_back_byte_for_byte() -> None:
+    """The previous release wrote its state indented; this one reads it, and writes the
+    same document back compact (one line, by the C encoder): the same keys in the same
+    order, the same values, the indentation alone gone."""
     raw = (DATA / "state_v2.json").read_bytes()
     state = State.model_validate(strict_json_loads(raw))
     assert state.tasks["T2"].state is TaskState.CHANGES_REQUESTED
     assert state.signals[0].sender.startswith("sess-")
     assert state.freeze is not None and state.freeze.deferred == ["T3"]
     assert state.model_dump_json(indent=1, by_alias=True).encode() == raw
+    compact = json.dumps(json.loads(raw), ensure_ascii=False, separators=(",", ":"))
+    assert store._dump(state) == compact.encode() + b"\n"
 
 
 def test_a_report_written_by_the_previous_release_is_read_and_written_back_byte_for_byte() -> None:
@@ -147,6 +152,7 @@ def test_any_state_survives_its_own_round_trip(seed: int) -> None:
     back = State.model_validate(strict_json_loads(text))
     assert back == state
     assert back.model_dump_json(indent=1, by_alias=True) == text
+    assert store._dump(back) == state.model_dump_json(by_alias=True).encode() + b"\n"
     assert json.loads(text)["signals"] == [s.public() | {"acked_by": s.acked_by} for s in state.signals]
 
 

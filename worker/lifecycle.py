@@ -268,8 +268,8 @@ def _take_handed_edits(ctx: Ctx, state: Any, task: Task,
     return done, machine_of(cp.session) or "?"
 
 
-def record(ctx: Ctx, task_ids: list[str],
-           snap: Snapshot | None = None) -> dict[str, recovery.Loss]:
+def record(ctx: Ctx, task_ids: list[str], snap: Snapshot | None = None,
+           state: Any = None) -> dict[str, recovery.Loss]:
     """Record the tasks' unreported work (see shared/work/recovery.py), from `snap` when the
     command already read the tree; the tasks whose recorded work is gone. Never fails the
     command: a tree changing under the snapshot, a busy lock, only skip this once (the next
@@ -277,7 +277,7 @@ def record(ctx: Ctx, task_ids: list[str],
     from hunkwise.shared.errors import CoordError
 
     try:
-        return recovery.record_now(ctx, task_ids, snap)
+        return recovery.record_now(ctx, task_ids, snap, state)
     except CoordError:
         return {}
 
@@ -399,7 +399,7 @@ def _report(ctx: Ctx, task_id: str, *, status: ReportStatus, session: str | None
     staged = inbox.stage(ctx.lay.inbox, report.model_dump_json().encode(), task_id, revision)
     recovery.kill_point("worker-staged")
     try:
-        with store.transaction(ctx.lay) as state:
+        with store.transaction(ctx.lay, reuse=state) as state:
             task = get_task(state, task_id)
             refuse_if_frozen(state, f"worker {status} {task_id}")
             if task.state != TaskState.IN_PROGRESS and not _amending(task, sess):

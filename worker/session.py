@@ -137,7 +137,7 @@ def heartbeat(ctx: Ctx, task_id: str, *, session: str | None) -> HeartbeatResult
                    if sig.type == SignalType.TASK_CHANGED and sig.about == task_id]
     doc: HeartbeatResult = {"task": task_id, "session": s, "heartbeat": iso(now),
                             "ttl_s": task.claim.ttl}
-    lost = _recorded(ctx, [task_id])
+    lost = _recorded(ctx, [task_id], state)
     if "lost" in lost:
         doc["lost"] = lost["lost"]
     if changed:
@@ -145,12 +145,13 @@ def heartbeat(ctx: Ctx, task_id: str, *, session: str | None) -> HeartbeatResult
     return doc
 
 
-def _recorded(ctx: Ctx, task_ids: list[str]) -> Recorded:
+def _recorded(ctx: Ctx, task_ids: list[str], state: State | None = None) -> Recorded:
     """Every worker command records its tasks' unreported work (shared/work/recovery.py); the
-    tasks whose recorded work is gone are named with the way back."""
+    tasks whose recorded work is gone are named with the way back. `state`: the one the
+    command just saved, not parsed again."""
     from hunkwise.worker.lifecycle import record
 
-    losses = record(ctx, task_ids)
+    losses = record(ctx, task_ids, state=state)
     if not losses:
         return {}
     return {"lost": [{"task": t, "paths": v.paths, "restore": f"coord restore {t}"}

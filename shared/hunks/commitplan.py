@@ -37,10 +37,10 @@ def plan_commit(ctx: Ctx, tv: TreeView, task_id: str,
     by_path = {c.path: c for c in tv.changes}
     split = [c for c in mine if c.splittable and c.hunks]
     split_paths = {c.path for c in split}
-    # Old texts of range-granted files were read for attribution already.
+    # Old texts of range-granted files were read for attribution already. The working
+    # tree's blobs are not read back: what the splice gives is checked by its blob id.
     known = {c.old_oid: tv.old_texts[c.path] for c in split if c.path in tv.old_texts}
-    blobs = git.cat_blobs(ctx.repo, [c.old_oid for c in split if c.old_oid not in known]
-                          + [c.new_oid for c in split])
+    blobs = git.cat_blobs(ctx.repo, [c.old_oid for c in split if c.old_oid not in known])
     blobs.update(known)
     entries: dict[str, tuple[str, str] | None] = {}
     new_contents: list[bytes] = []
@@ -57,7 +57,7 @@ def plan_commit(ctx: Ctx, tv: TreeView, task_id: str,
             rest = diff.splice(new, diff.shift_hunks(others, c.hunks))
         except ValueError as e:
             raise CheckFailed(f"{c.path}: cannot separate {task_id}'s hunks ({e}); nothing committed") from None
-        if rest != blobs[c.new_oid]:
+        if objects.blob_id(ctx.repo, rest) != c.new_oid:
             raise CheckFailed(f"{c.path}: HEAD + {task_id}'s hunks + the others' hunks does not "
                               "give the working tree's bytes; nothing committed")
         new_contents.append(new)

@@ -321,12 +321,17 @@ def attribute(changes: Sequence[FileChange], tasks: Sequence[Task],
         for g in merged_ranges(t.grants):
             ranges.setdefault(g.path, []).append((t.id, g))
         globs += [(t.id, g) for g in t.grants if g.kind == "glob"]
-    # A glob can only match paths under its literal prefix: test that first (a string
-    # compare), so every changed file does not meet every glob grant's matcher.
-    prefixed = [(tid, g, _literal_prefix(g.path)) for tid, g in globs]
+    # A glob can only match paths under its literal prefix: the globs are found by the
+    # prefixes of each changed path (one lookup per prefix length in use), so a changed
+    # file never meets every task's grants and the cost stays flat in the tasks.
+    by_prefix: dict[str, list[tuple[str, GlobGrant]]] = {}
+    for tid, glob in globs:
+        by_prefix.setdefault(_literal_prefix(glob.path), []).append((tid, glob))
+    lengths = sorted({len(pre) for pre in by_prefix})
     for ch in changes:
-        glob_owners = sorted({tid for tid, g, pre in prefixed
-                              if ch.path.startswith(pre) and glob_matches(g.path, ch.path)})
+        glob_owners = sorted({tid for n in lengths if n <= len(ch.path)
+                              for tid, g in by_prefix.get(ch.path[:n], ())
+                              if glob_matches(g.path, ch.path)})
         range_grants = ranges.get(ch.path, [])
         if not ch.splittable or not ch.hunks:
             owners = glob_owners

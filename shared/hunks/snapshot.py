@@ -9,6 +9,7 @@ import os
 import shutil
 import stat
 import tempfile
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,34 +32,113 @@ SETTLE_S = 0.005  # how long a changed file's stat data must hold for a second r
 def take(repo: Path, *, patch: bool = False) -> Snapshot:
     """Write the whole working tree (tracked and untracked, not ignored) as a tree object.
 
-    Works through a throwaway copy of the index so clean filters apply, stat data speeds up
+    Works through a scratch index of its own, so clean filters apply, stat data speeds up
     unchanged files, and the real index is never touched. Reads the tree until two reads
     agree: a file rewritten while git reads it gives a torn (empty, half-written) blob or
     a git error, and neither may become a report.
+
+    The scratch index is kept between commands (`_kept_index`): its stat data is that of
+    the last snapshot, so `add -A` hashes only what changed since, and writes nothing when
+    nothing did; it is made afresh from the real index whenever that one or HEAD changed.
 
     With `patch`, the diff that checks the re-read also reads the -U0 patch of HEAD ->
     snapshot (for `diff.diff_trees`, which the caller is about to ask for): one git process.
     """
     gd = git.git_dir(repo)
     head, htree = git.head_and_tree(repo)
-    with tempfile.TemporaryDirectory(prefix="hunkwise-idx-", dir=gd) as tmp:
-        idx = os.path.join(tmp, "index")
-        real = gd / "index"
-        env = {"GIT_INDEX_FILE": idx}
-        if real.exists():
-            # copy2 keeps the mtime: git decides which entries are "racily clean" by comparing
-            # them with the index file's own mtime, so a fresher copy would hide edits.
-            shutil.copy2(real, idx)
-            # A copy may hold staged or unmerged entries; `add -A` replaces every tracked
-            # entry with what the work tree holds, which is what a snapshot means.
-            _clear_index_flags(repo, env)
-        else:
-            git.run(repo, "read-tree", htree, env=env)
-        tree = _settled_tree(repo, env, htree, patch)
+    with _kept_index(repo, gd, htree) as (env, verified):
+        tree = _settled_tree(repo, env, htree, patch, verified)
+        if verified is not None:
+            verified[0] = tree
     return Snapshot(tree=tree, head=head, head_tree=htree)
 
 
-def _settled_tree(repo: Path, env: dict[str, str], base: str, patch: bool) -> Sha:
+# In the git dir of this worktree (each has its own index): the kept scratch index, kept
+# apart from the throwaway `hunkwise-idx-*` folders a snapshot makes when it is taken.
+KEPT = "hunkwise/snapshot"
+
+
+def _identity(path: Path) -> str:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return "none"
+    return f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
+
+
+@contextlib.contextmanager
+def _kept_index(repo: Path, gd: Path, htree: str) -> Iterator[tuple[dict[str, str], list[str] | None]]:
+    """The scratch index to snapshot through, and (for the kept one) a one-item list holding
+    the last tree a snapshot through it read and checked, which the caller updates.
+
+    The kept index is this process's while it holds `lock` (flock, released by the kernel
+    if the process dies); a command that finds it taken, or a platform without flock, works
+    through a throwaway copy instead, as every snapshot did before.
+    """
+    home = gd / KEPT
+    release = None
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        release = _try_lock(home / "lock")
+    except OSError:
+        pass
+    if release is None:
+        with tempfile.TemporaryDirectory(prefix="hunkwise-idx-", dir=gd) as tmp:
+            env = {"GIT_INDEX_FILE": os.path.join(tmp, "index")}
+            _fresh_copy(repo, gd, env, htree)
+            yield env, None
+        return
+    try:
+        idx, stamp = home / "index", home / "stamp"
+        env = {"GIT_INDEX_FILE": str(idx)}
+        source = f"{_identity(gd / 'index')} {htree}"
+        try:
+            kept, last = stamp.read_text().split("\n")[:2]
+        except (OSError, ValueError):
+            kept, last = "", ""
+        if kept != source or not idx.exists():
+            _fresh_copy(repo, gd, env, htree)
+            last = ""
+        verified = [last]
+        yield env, verified
+        stamp.write_text(f"{source}\n{verified[0]}\n")
+    finally:
+        release()
+
+
+def _fresh_copy(repo: Path, gd: Path, env: dict[str, str], htree: str) -> None:
+    """The scratch index made from the real one (or from HEAD when there is none)."""
+    real = gd / "index"
+    if real.exists():
+        # copy2 keeps the mtime: git decides which entries are "racily clean" by comparing
+        # them with the index file's own mtime, so a fresher copy would hide edits.
+        shutil.copy2(real, env["GIT_INDEX_FILE"])
+        # A copy may hold staged or unmerged entries; `add -A` replaces every tracked
+        # entry with what the work tree holds, which is what a snapshot means.
+        _clear_index_flags(repo, env)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(env["GIT_INDEX_FILE"])
+        git.run(repo, "read-tree", htree, env=env)
+
+
+def _try_lock(path: Path) -> Callable[[], None] | None:
+    """flock `path` without waiting; how to release it, or None (held, or no flock here)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: every snapshot through a copy
+        return None
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return lambda: os.close(fd)
+
+
+def _settled_tree(repo: Path, env: dict[str, str], base: str, patch: bool,
+                  verified: list[str] | None = None) -> Sha:
     """`add -A` + `write-tree`, read again until the two reads agree.
 
     The second read covers what differs from HEAD (a torn read shows up there: an empty or
@@ -86,7 +166,16 @@ def _settled_tree(repo: Path, env: dict[str, str], base: str, patch: bool) -> Sh
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(env["GIT_INDEX_FILE"] + ".lock")
             continue
-        if tree == base or _reread_agrees(repo, base, tree, patch):
+        if tree == base:
+            return tree
+        if verified is not None and tree == verified[0]:
+            # A tree this index gave and the re-read confirmed before holds no torn read (a
+            # torn file gives other bytes, so another tree). The patch the caller is about
+            # to ask for is read as the re-read would have read it: one process.
+            if patch:
+                raw_and_patch(repo, base, tree)
+            return tree
+        if _reread_agrees(repo, base, tree, patch):
             return tree
     if len(errors) == SNAPSHOT_TRIES and errors[0].returncode > 0 and \
             len({(e.returncode, e.stderr) for e in errors}) == 1:

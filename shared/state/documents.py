@@ -871,6 +871,7 @@ class BoardClaim(TypedDict):
 
     session: str
     opened: str
+    heartbeat: str
     heartbeat_age_s: int
     ttl: int
     stale: bool
@@ -899,6 +900,7 @@ class QueueRow(ReportHead):
     task_id: str
     revision: int
     file: str
+    delivered: str
     age_s: int
 
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from hunkwise.shared import git
 from hunkwise.shared.errors import StateRefused, UsageError
 from hunkwise.shared.state.models import STATE_VERSION, State
-from hunkwise.shared.state.schema import RecordError
+from hunkwise.shared.state.schema import Record, RecordError
 
 if TYPE_CHECKING:
     from hunkwise.shared.state.documents import ArchiveLine
@@ -75,11 +75,13 @@ def strict_json_loads(data: bytes | str) -> Any:
     """json.loads that refuses duplicate keys and NaN/Infinity."""
 
     def no_dupes(pairs: list[tuple[str, Any]]) -> dict[str, Any]:  # any JSON object
-        out: dict[str, Any] = {}
-        for k, v in pairs:
-            if k in out:
-                raise ValueError(f"duplicate key {k!r}")
-            out[k] = v
+        out = dict(pairs)  # built in C; a key given twice makes it shorter than the pairs
+        if len(out) != len(pairs):
+            seen: set[str] = set()
+            for k, _v in pairs:
+                if k in seen:
+                    raise ValueError(f"duplicate key {k!r}")
+                seen.add(k)
         return out
 
     def no_constants(name: str) -> Any:
@@ -128,8 +130,17 @@ def _to_v2(doc: dict[str, Any]) -> dict[str, Any]:
 MIGRATIONS = {1: _to_v2}
 
 
-def load(lay: Layout) -> State:
-    return _load(lay)[0]
+# Per state file, the bytes this process last read or wrote and the State they were read
+# into or written from: a caller that hands that State back (`reuse`) gets it again, unparsed,
+# while the file still holds those bytes (parse once per command).
+_SEEN: dict[Path, tuple[bytes, State]] = {}
+
+
+def load(lay: Layout, reuse: State | None = None) -> State:
+    """The state. `reuse`: a State this process read or saved itself, returned as it is
+    when the file still holds what it was read from or saved as (nobody wrote since), so
+    a command parses the state once; what the caller changed in it since travels along."""
+    return _load(lay, reuse)[0]
 
 
 def read(lay: Layout) -> tuple[State, bytes]:
@@ -146,18 +157,38 @@ def state_bytes(lay: Layout) -> bytes:
         return b""
 
 
-def _load(lay: Layout) -> tuple[State, bytes]:
+def _load(lay: Layout, reuse: State | None = None) -> tuple[State, bytes]:
     """The state and the bytes it was read from (empty when there is no state yet)."""
     try:
         data = lay.state_file.read_bytes()
     except FileNotFoundError:
         return State(), b""
-    return _parse_state(lay, data), data
+    seen = _SEEN.get(lay.state_file)
+    if reuse is not None and seen is not None and seen[1] is reuse and seen[0] == data:
+        return reuse, data
+    state = _parse_state(lay, data)
+    _remember(lay, data, state)
+    return state, data
+
+
+def _remember(lay: Layout, data: bytes, state: State) -> None:
+    _SEEN.clear()  # one state file a command works on: a long-lived process keeps no more
+    _SEEN[lay.state_file] = (data, state)
+
+
+def _trusted_loads(data: bytes) -> Any:
+    """The state hunkwise wrote itself: strict about NaN, without the duplicate-key pass
+    that untrusted bytes get (STYLE.md, "Files and concurrency")."""
+
+    def no_constants(name: str) -> Any:
+        raise ValueError(f"{name} is not valid JSON")
+
+    return json.loads(data, parse_constant=no_constants)
 
 
 def _parse_state(lay: Layout, data: bytes) -> State:
     try:
-        doc = strict_json_loads(data)
+        doc = _trusted_loads(data)
         version = doc.get("version", 1) if isinstance(doc, dict) else None
         if isinstance(version, int) and version > STATE_VERSION:
             raise UsageError(f"{lay.state_file}: written by a newer hunkwise (state version "
@@ -211,13 +242,47 @@ def archived(lay: Layout, kind: str) -> list[dict[str, Any]]:
     return out
 
 
+def _json_form(v: Any) -> Any:
+    """What the C encoder cannot write itself: a record, one level deep, keys as JSON
+    names them (its lists, dicts, strings, numbers and str enums it writes as they are)."""
+    if isinstance(v, Record):
+        keys = _KEYS.get(type(v))
+        if keys is None:
+            later = type(v)._written_when_set
+            keys = _KEYS[type(v)] = tuple(
+                (name, spec.key or name, spec.omit or name in later,
+                 _default_of(spec) if spec.omit or name in later else None)
+                for name, spec in v._decl)
+        d = v.__dict__
+        # Fields written only when set leave a document as an earlier release wrote it.
+        return {key: d[name] for name, key, omit, default in keys
+                if not (omit and d[name] == default)}
+    raise TypeError(f"{type(v).__name__} is not JSON")
+
+
+def _default_of(spec: Any) -> Any:
+    from hunkwise.shared.state.schema import MISSING
+
+    return spec.factory() if spec.default is MISSING else spec.default
+
+
+_KEYS: dict[type, tuple[tuple[str, str, bool, Any], ...]] = {}
+_ENCODE = json.JSONEncoder(default=_json_form, ensure_ascii=False, allow_nan=False,
+                           separators=(",", ":"), check_circular=False).encode
+
+
 def _dump(state: State) -> bytes:
-    return state.model_dump_json(indent=1, by_alias=True).encode()
+    """The state as compact JSON, one line (`jq . state.json` shows it indented), written
+    by the C encoder: the record as `model_dump_json(by_alias=True)` gives it, without a
+    walk of the whole document in Python first."""
+    return _ENCODE(state).encode() + b"\n"
 
 
 def save(lay: Layout, state: State) -> None:
     ensure(lay)
-    atomic_write(lay.state_file, _dump(state))
+    out = _dump(state)
+    atomic_write(lay.state_file, out)
+    _remember(lay, out, state)
 
 
 @contextlib.contextmanager
@@ -281,18 +346,22 @@ def _acquire(path: Path, wait: float) -> Callable[[], None] | None:
 
 
 @contextlib.contextmanager
-def transaction(lay: Layout) -> Iterator[State]:
-    """Lock, load, yield the state for changes, save when the block ends without error."""
+def transaction(lay: Layout, reuse: State | None = None) -> Iterator[State]:
+    """Lock, load, yield the state for changes, save when the block ends without error.
+
+    `reuse`: the State this command read or saved last (see `load`), taken as it is when
+    nobody wrote the file since."""
     with locked(lay):
-        state, read = _load(lay)
+        state, read = _load(lay, reuse)
         yield state
         # One serialisation: what would be written, compared with what was read. A state
         # written by this version and left unchanged gives the same bytes, so it is not
-        # written again; anything else (a change, a migration) is.
+        # written again; anything else (a change, a migration, an older indented form) is.
         out = _dump(state)
         if out != (read or _dump(State())):
             ensure(lay)
             atomic_write(lay.state_file, out)
+        _remember(lay, out, state)
 
 
 def now() -> float:

@@ -218,28 +218,77 @@ def loss(repo: Path, saved: Saved, current: dict[str, FileChange],
 def current_changes(repo: Path, saved: Saved, now_tree: str,
                     tv: TreeView | None = None) -> dict[str, FileChange]:
     """The changes base -> now of the paths a record names, by report path."""
-    if tv is not None and saved.base == tv.snap.head and now_tree == tv.snap.tree:
-        return {report_path(c.path): c for c in tv.changes}
-    base = saved.base or git.empty_tree(repo)
-    wanted = set(saved.hunks) | set(saved.whole)
-    paths = {p for p in diff.changed_paths(repo, base, saved.tree) if report_path(p) in wanted}
-    if not paths:
-        return {}
-    return {report_path(c.path): c for c in diff.diff_trees(repo, base, now_tree, sorted(paths))}
+    return currents(repo, [saved], now_tree, tv)[0]
+
+
+def currents(repo: Path, records: Sequence[Saved], now_tree: str,
+             tv: TreeView | None = None) -> list[dict[str, FileChange]]:
+    """`current_changes` of many records at once, without a git process per record.
+
+    A record made on the commit the tree view is of reads the view's own changes (one
+    index by report path, shared by every such record); the others are grouped by their
+    base, each base diffed once against now for all its records' paths. Only a record
+    naming a path that is not plain UTF-8 (whose report path may stand for more than one
+    real path) asks git which real paths its own diff holds.
+    """
+    now: dict[str, FileChange] | None = None
+    out: list[dict[str, FileChange] | None] = [None] * len(records)
+    by_base: dict[str, list[int]] = {}
+    for i, saved in enumerate(records):
+        if tv is not None and saved.base == tv.snap.head and now_tree == tv.snap.tree:
+            if now is None:
+                now = {report_path(c.path): c for c in tv.changes}
+            out[i] = now
+        else:
+            by_base.setdefault(saved.base or git.empty_tree(repo), []).append(i)
+    for base, members in by_base.items():
+        paths: set[str] = set()
+        for i in members:
+            saved = records[i]
+            wanted = set(saved.hunks) | set(saved.whole)
+            if any("\\" in rp for rp in wanted):
+                paths.update(p for p in diff.changed_paths(repo, base, saved.tree)
+                             if report_path(p) in wanted)
+            else:
+                paths |= wanted  # a plain path is its own report path
+        found = {report_path(c.path): c
+                 for c in diff.diff_trees(repo, base, now_tree, sorted(paths))} if paths else {}
+        for i in members:
+            out[i] = found  # a superset: a loss reads only the paths its record names
+    return [o if o is not None else {} for o in out]
+
+
+def present(repo: Path, oids: Iterable[str]) -> set[str]:
+    """The object ids among `oids` that the repository holds: one `cat-file --batch-check`
+    answers them all (none when there is nothing to ask)."""
+    want = list(dict.fromkeys(o for o in oids if o))
+    if not want:
+        return set()
+    rc, out = git.run_rc(repo, "cat-file", "--batch-check",
+                         input="".join(f"{o}\n" for o in want).encode())
+    if rc != 0:
+        return set()
+    lines = out.decode(errors="replace").split("\n")
+    return {o for o, line in zip(want, lines, strict=False)
+            if line.split(" ")[-1:] != ["missing"] and line.startswith(o)}
 
 
 def lost_of(repo: Path, task: Task, now_tree: str, tv: TreeView | None = None) -> Loss:
-    saved = task.saved
-    if saved is None or not _objects_exist(repo, saved):
-        return Loss([], {})
-    return loss(repo, saved, current_changes(repo, saved, now_tree, tv))
+    return losses_of(repo, [task], now_tree, tv).get(task.id, Loss([], {}))
 
 
-def _objects_exist(repo: Path, saved: Saved) -> bool:
-    oids = [saved.tree] + ([saved.base] if saved.base else [])
-    rc, out = git.run_rc(repo, "cat-file", "--batch-check", input="".join(
-        f"{o}\n" for o in oids).encode())
-    return rc == 0 and b"missing" not in out
+def losses_of(repo: Path, tasks: Sequence[Task], now_tree: str,
+              tv: TreeView | None = None) -> dict[str, Loss]:
+    """What of each task's record is gone (tasks without a record, or whose snapshot the
+    repository no longer holds, are left out): one existence check for every record, one
+    tree view index, a diff per base the records were made on, never a process per task."""
+    recs = [(t.id, t.saved) for t in tasks if t.saved is not None]
+    if not recs:
+        return {}
+    have = present(repo, [o for _tid, s in recs for o in (s.tree, s.base) if o])
+    kept = [(tid, s) for tid, s in recs if s.tree in have and (not s.base or s.base in have)]
+    found = currents(repo, [s for _tid, s in kept], now_tree, tv)
+    return {tid: loss(repo, s, cur) for (tid, s), cur in zip(kept, found, strict=True)}
 
 
 # ---- recording unreported work -------------------------------------------------------------
@@ -261,15 +310,15 @@ def record_wip(ctx: Any, state: State, tv: TreeView,
     """
     losses: dict[str, Loss] = {}
     todo: list[tuple[str, Saved | None, Saved]] = []
-    for tid in task_ids:
-        task = state.tasks.get(tid)
-        if task is None or task.state != TaskState.IN_PROGRESS:
-            continue
-        if task.saved is not None and task.saved.tree == tv.snap.tree \
-                and task.saved.base == tv.snap.head:
-            continue
-        lost = lost_of(ctx.repo, task, tv.snap.tree, tv)
-        if lost.paths:
+    due = [task for tid in task_ids if (task := state.tasks.get(tid)) is not None
+           and task.state == TaskState.IN_PROGRESS
+           and not (task.saved is not None and task.saved.tree == tv.snap.tree
+                    and task.saved.base == tv.snap.head)]
+    gone = losses_of(ctx.repo, due, tv.snap.tree, tv)
+    for task in due:
+        tid = task.id
+        lost = gone.get(tid)
+        if lost is not None and lost.paths:
             losses[tid] = lost
             continue
         sel = select(tv, task)
@@ -297,7 +346,7 @@ def record_wip(ctx: Any, state: State, tv: TreeView,
         # A short wait: recording must never hold up the command it rides on; the next
         # command records what this one could not.
         with store.locked(ctx.lay, timeout=RECORD_LOCK_WAIT_S):
-            st = store.load(ctx.lay)
+            st = store.load(ctx.lay, reuse=state)  # unparsed when nobody wrote since
             for tid, before, rec in todo:
                 task = st.tasks.get(tid)
                 if task is None or task.state != TaskState.IN_PROGRESS or task.saved != before:
@@ -320,22 +369,41 @@ def record_wip(ctx: Any, state: State, tv: TreeView,
     return losses
 
 
-def record_now(ctx: Any, task_ids: Iterable[str],
-               snap: snapshot.Snapshot | None = None) -> dict[str, Loss]:
+def record_now(ctx: Any, task_ids: Iterable[str], snap: snapshot.Snapshot | None = None,
+               state: State | None = None) -> dict[str, Loss]:
     """`record_wip` for a worker command: one snapshot (`snap` when the command has one);
-    a tree view only when the tree changed since the tasks' records."""
-    from hunkwise.shared.hunks.taskview import active_tasks, view
+    a tree view only when the tree changed since the tasks' records. `state`: the one the
+    command saved last, not parsed again when nobody wrote since.
 
-    state = store.load(ctx.lay)
+    Without `snap`, only when a record is due (shared/work/quiet.py): while no path under
+    the tasks' grants changed since their records and HEAD did not move, the tree is not
+    read at all (a heartbeat then costs no snapshot)."""
+    from hunkwise.shared.hunks.taskview import active_tasks, view
+    from hunkwise.shared.work import quiet
+
+    state = store.load(ctx.lay, reuse=state)
     ids = [t for t in task_ids if t in state.tasks
            and state.tasks[t].state == TaskState.IN_PROGRESS]
     if not ids:
         return {}
+    digests: dict[str, str | None] = {}
+    if snap is None:
+        digests = {t: quiet.grant_stat(ctx.repo, state.tasks[t]) for t in ids}
+        head = git.head(ctx.repo)
+        if all(quiet.is_quiet(ctx.repo, state.tasks[t], digests[t], head) for t in ids):
+            return {}
     snap = snap or snapshot.take(ctx.repo)
     if all((s := state.tasks[t].saved) is not None and s.tree == snap.tree
            and s.base == snap.head for t in ids):
-        return {}
-    return record_wip(ctx, state, view(ctx.repo, active_tasks(state), snap), ids)
+        losses: dict[str, Loss] = {}
+    else:
+        losses = record_wip(ctx, state, view(ctx.repo, active_tasks(state), snap), ids)
+    for t in digests:  # current now (or its loss kept): stamped with what was seen before
+        task = state.tasks[t]
+        current = task.saved is not None and task.saved.tree == snap.tree \
+            and task.saved.base == snap.head
+        quiet.stamp(ctx.repo, task, digests[t] if current and t not in losses else None)
+    return losses
 
 
 def held_by(state: State, session: str) -> list[str]:

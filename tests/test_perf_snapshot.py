@@ -1,0 +1,114 @@
+"""Snapshots as cheap as git's own status: the scratch index is kept between commands, so
+`add -A` hashes only what changed since the last snapshot and writes nothing when nothing
+did, and a heartbeat with nothing new records nothing. What the kept index gives is
+always what a fresh copy of the real index gives."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from hunkwise.shared import git as hgit
+from hunkwise.shared.hunks import snapshot
+
+from testing.cli import Cli, ok
+from testing.repo import MakeRepo, git, numbered, set_line, write
+from testing.trace import traced
+
+
+def fresh_tree(repo: Path) -> str:
+    """The snapshot through a throwaway copy of the real index, as every snapshot was."""
+    hold = snapshot._try_lock(hgit.git_dir(repo) / snapshot.KEPT / "lock")
+    assert hold is not None
+    try:
+        return snapshot.take(repo).tree  # the kept index is taken: a copy is used
+    finally:
+        hold()
+
+
+def settled(repo: Path, *paths: str) -> None:
+    """Date these files ten seconds back: written in the same clock tick as an index, a file
+    is "racily clean" and git looks at it again on every read (as a real tree's files, not
+    written a moment ago, are not)."""
+    import time
+
+    for p in paths:
+        then = time.time() - 10
+        os.utime(repo / p, (then, then))
+
+
+def test_the_kept_index_gives_what_a_fresh_copy_gives(make_repo: MakeRepo) -> None:
+    repo = make_repo({"a.txt": "a\n", "b.txt": numbered(5), ".gitignore": "*.log\n",
+                      "sub/c.txt": "c\n"})
+    steps = [
+        lambda: write(repo, "a.txt", "b\n"),  # same size, at once: stat alone cannot tell
+        lambda: write(repo, "a.txt", "c\n"),
+        lambda: set_line(repo, "b.txt", 2, "B"),
+        lambda: write(repo, "new.txt", "untracked\n"),
+        lambda: write(repo, "x.log", "ignored\n"),
+        lambda: (repo / "sub" / "c.txt").unlink(),
+        lambda: git(repo, "add", "-f", "x.log"),  # the real index changes: copied again
+        lambda: (repo / "new.txt").chmod(0o755),
+        lambda: write(repo, "a.txt", "a\n"),
+    ]
+    for step in steps:
+        step()
+        kept = snapshot.take(repo).tree
+        assert kept == fresh_tree(repo)
+        listed = git(repo, "ls-tree", "-r", "--name-only", kept).split()
+        assert ("x.log" in listed) == (step is steps[6] or steps.index(step) > 6)
+    assert git(repo, "cat-file", "blob", f"{kept}:a.txt") == "a\n"
+    hgit.close_readers()
+
+
+def test_a_snapshot_of_an_unchanged_tree_writes_no_index(make_repo: MakeRepo) -> None:
+    repo = make_repo({"a.txt": numbered(5)})
+    set_line(repo, "a.txt", 2, "changed")
+    settled(repo, "a.txt")
+    first = snapshot.take(repo)
+    kept = hgit.git_dir(repo) / snapshot.KEPT / "index"
+    before = os.stat(kept)
+    assert snapshot.take(repo) == first
+    after = os.stat(kept)
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    hgit.close_readers()
+
+
+def test_a_heartbeat_with_nothing_new_reads_no_tree_and_records_nothing(
+        make_repo: MakeRepo, coord: Cli, worker: Cli, tmp_path: Path) -> None:
+    """Nothing under the task's grants changed since its record, HEAD did not move: the
+    heartbeat reads HEAD and no tree. A change in its grants, or HEAD moving, makes the
+    record due again; a change elsewhere does not."""
+    repo = make_repo({"a.txt": numbered(9), "src/x.txt": numbered(3), "other.txt": "o\n"})
+    ok(coord(repo, "assign", "A", "--title", "A", "--expect", "e", "--write", "a.txt",
+             "--write", "src/**"))
+    ok(worker(repo, "start", "A"))
+    set_line(repo, "a.txt", 2, "A's line")
+    settled(repo, "a.txt", "src/x.txt")
+    ok(worker(repo, "heartbeat", "A"))  # records the change
+    run = traced(tmp_path)
+
+    def git_of_heartbeat() -> list[str]:
+        return sorted(s.split(" ")[0] for s in run("worker", repo, "heartbeat", "A"))
+
+    assert git_of_heartbeat() == ["cat-file"]
+    write(repo, "other.txt", "another task's\n")  # outside A's grants: nothing due
+    assert git_of_heartbeat() == ["cat-file"]
+    write(repo, "src/new.txt", "A's new file\n")  # a new path in A's glob: due
+    assert "update-ref" in git_of_heartbeat()
+    assert "add" in git_of_heartbeat()  # written a moment ago: its stat data not trusted
+    settled(repo, "src/new.txt")
+    git_of_heartbeat()
+    assert git_of_heartbeat() == ["cat-file"]
+    write(repo, "src/new.txt", "A's new line\n")  # the same size, maybe the same tick
+    assert "update-ref" in git_of_heartbeat()
+    set_line(repo, "a.txt", 4, "more of A's")
+    assert "update-ref" in git_of_heartbeat()
+    git(repo, "add", "other.txt")
+    git(repo, "commit", "-q", "-m", "HEAD moves")
+    assert "add" in git_of_heartbeat()  # another base: read the tree again
+    assert ok(coord(repo, "status"))["lost"] == []
+    write(repo, "a.txt", numbered(9))  # A's work overwritten: the heartbeat says so
+    doc = ok(worker(repo, "heartbeat", "A"))
+    assert doc["lost"][0]["paths"] == ["a.txt"]
+    assert ok(worker(repo, "heartbeat", "A"))["lost"][0]["paths"] == ["a.txt"]  # every time
