@@ -8,8 +8,16 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import click
-from hunkwise.shared.cli import common, exit_process, run, sync_command, version_option
-from hunkwise.shared.output import clip, emit, one_line, table
+from hunkwise.shared.cli import (
+    WorkflowGroup,
+    common,
+    exit_process,
+    group_options,
+    run,
+    sync_command,
+    version_option,
+)
+from hunkwise.shared.output import clip, emit, one_line, paint_diff, paint_states, table
 
 if TYPE_CHECKING:
     from hunkwise.shared.state.documents import (
@@ -42,10 +50,45 @@ def _autosync(ctx) -> None:  # type: ignore[no-untyped-def]
     sync.warn(sync.auto(ctx))
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class CoordGroup(WorkflowGroup):
+    # The help lists commands by workflow, in the order a coordinator meets them.
+    sections = (
+        ("plan: hand out work", ("init", "assign", "grant", "edit", "launch", "stop", "attach",
+                                 "status")),
+        ("review: read reports, commit exactly one task", (
+            "inbox", "next", "review", "diff", "accept", "request-changes", "reject", "defer",
+            "revert", "restore", "discard", "commit")),
+        ("release: freeze, verify, thaw", ("freeze", "verify", "thaw")),
+        ("sessions: claims, signals, decisions", (
+            "recover", "signals", "audit", "decisions", "decide", "index", "watch", "board")),
+        ("machines", ("sync",)),
+        ("setup: hooks that guard the tree", ("install-hooks", "uninstall-hooks", "guard")),
+    )
+
+
+_EXAMPLES = """\
+Start here (the coordinator; each worker then runs `worker start ID`):
+  coord init
+  coord assign --title "Fix the parser" --expect "tests pass" --write 'src/parser.py'
+  coord status
+  coord next                    # when a worker has reported: its contract and findings
+  coord accept task-001         # commits exactly that task's changes
+  coord freeze && coord verify  # the release gate, then: coord thaw
+
+Every command takes --json and --repo PATH (also before its name: coord --repo ../app status).
+`coord COMMAND --help` for one command; shell completion: eval "$(_COORD_COMPLETE=bash_source coord)"."""
+
+
+@click.group(cls=CoordGroup, context_settings={"help_option_names": ["-h", "--help"]},
+             epilog=_EXAMPLES)
 @version_option
-def cli() -> None:
-    """Coordinate parallel workers on one git working tree."""
+@group_options
+def cli(repo: str | None) -> None:
+    """Coordinate parallel workers on one git working tree.
+
+    The coordinator hands out tasks with write grants, reads the workers' reports at its
+    own checkpoints, and commits each task's changes alone.
+    """
 
 
 # ---- tasks ---------------------------------------------------------------------------
@@ -153,7 +196,7 @@ def status(everything: bool, brief: bool, send: bool, as_json: bool, repo: str |
                        "come from HEAD until the edit is committed")
         return "\n".join(out)
 
-    emit(shown, as_json, human)
+    emit(shown, as_json, human, paint=paint_states)
 
 
 # ---- the inbox -------------------------------------------------------------------------
@@ -255,7 +298,7 @@ def next_cmd(with_diff: bool, as_json: bool, repo: str | None) -> None:
                 f"({d['pending']} more pending)")
         return text + ("\n" + d["diff"]["patch"] if d.get("diff") else "")
 
-    emit(doc, as_json, human)
+    emit(doc, as_json, human, paint=paint_diff if with_diff else None)
 
 
 @cli.command(name="diff")
@@ -281,7 +324,7 @@ def diff_cmd(task_id: str, stat: bool, from_snapshot: bool, as_json: bool, repo:
             return f"{task_id}: no changes to commit"
         return str(d["stat"] if stat else d["patch"])
 
-    emit(doc, as_json, human)
+    emit(doc, as_json, human, paint=paint_diff, pager=True)
 
 
 @cli.command(name="review")

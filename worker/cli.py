@@ -6,7 +6,15 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import click
-from hunkwise.shared.cli import common, exit_process, run, sync_command, version_option
+from hunkwise.shared.cli import (
+    WorkflowGroup,
+    common,
+    exit_process,
+    group_options,
+    run,
+    sync_command,
+    version_option,
+)
 from hunkwise.shared.errors import CoordError
 from hunkwise.shared.output import emit
 
@@ -32,9 +40,30 @@ def _autosync(ctx, fetching: bool = True) -> None:  # type: ignore[no-untyped-de
     sync.warn(sync.auto(ctx, fetching=fetching))
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class WorkerGroup(WorkflowGroup):
+    sections = (
+        ("work on a task", ("start", "heartbeat", "check", "checkpoint", "done", "blocked",
+                            "failed")),
+        ("sessions: hand over, signal, ask", ("handoff", "signal", "signals", "ask", "review")),
+        ("machines", ("sync",)),
+    )
+
+
+_EXAMPLES = """\
+Start here (the coordinator gave you a task id):
+  worker start task-001          # claim it, read the brief; export COORD_SESSION as printed
+  worker heartbeat task-001      # while you work (any worker command is one)
+  worker done task-001 --summary "what changed"   # runs the checks, delivers the report
+
+Edit only your grants; never stage or commit. --repo PATH is also accepted before the
+command name. Shell completion: eval "$(_WORKER_COMPLETE=bash_source worker)"."""
+
+
+@click.group(cls=WorkerGroup, context_settings={"help_option_names": ["-h", "--help"]},
+             epilog=_EXAMPLES)
 @version_option
-def cli() -> None:
+@group_options
+def cli(repo: str | None) -> None:
     """Work on one task of a shared git working tree; never stage or commit."""
 
 
