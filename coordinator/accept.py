@@ -246,7 +246,7 @@ def _accept(ctx: Ctx, task_id: str, *, message: str | None, recheck: bool | None
     for _attempt in range(MAX_ATTEMPTS):
         with store.locked(ctx.lay):
             state = store.load(ctx.lay)
-            task = get_task(state, task_id)
+            task = get_task(state, task_id, archive=ctx.lay)
             if state.freeze is not None:
                 fz = state.freeze
                 raise StateRefused(f"coord accept {task_id} refused: release freeze of batch "

@@ -39,7 +39,7 @@ def _note(text: str, kind: str) -> Note:
 def request_changes(ctx: Ctx, task_id: str, note: str) -> RequestChangesResult:
     n = _note(note, "changes_requested")
     with store.transaction(ctx.lay) as state:
-        task = get_task(state, task_id)
+        task = get_task(state, task_id, archive=ctx.lay)
         if task.state not in (TaskState.REPORTED, TaskState.IN_PROGRESS):
             raise StateRefused(f"{task_id} is {task.state}; changes can be requested of a "
                                "reported task")
@@ -54,7 +54,7 @@ def request_changes(ctx: Ctx, task_id: str, note: str) -> RequestChangesResult:
 
 def defer(ctx: Ctx, task_id: str) -> DeferResult:
     with store.transaction(ctx.lay) as state:
-        task = get_task(state, task_id)
+        task = get_task(state, task_id, archive=ctx.lay)
         if not task.active:
             raise StateRefused(f"{task_id} is {task.state}; only active tasks can be deferred")
         task.state = TaskState.DEFERRED
@@ -89,7 +89,7 @@ def reject(ctx: Ctx, task_id: str, note: str, discard: bool) -> RejectResult:
     n = _note(note, "rejected")
     with store.locked(ctx.lay, name="commit"), store.locked(ctx.lay):
         state = store.load(ctx.lay)
-        task = get_task(state, task_id)
+        task = get_task(state, task_id, archive=ctx.lay)
         if not task.active:
             raise StateRefused(f"{task_id} is {task.state} already")
         if discard and state.freeze is not None:

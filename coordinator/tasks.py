@@ -225,11 +225,15 @@ def status(ctx: Ctx, *, everything: bool = False) -> StatusResult:
         for a in tv.attribution.ambiguous]
     shown = [t for t in state.tasks.values()
              if everything or t.active or t.batch >= state.batch]
+    # Finished tasks of closed batches live in the archive (moved there at thaw): shown
+    # with --all, counted among the hidden ones without it.
+    archived_ids = {d["id"] for d in store.archived(ctx.lay, "task")
+                    if isinstance(d.get("id"), str) and d["id"] not in state.tasks}
     if everything:
-        # Finished tasks of closed batches live in the archive (moved there at thaw).
         have = {t.id for t in shown}
         old = {d["id"]: d for d in store.archived(ctx.lay, "task") if d.get("id") not in have}
         shown += [Task.model_validate(d) for d in old.values()]
+    hidden = 0 if everything else (len(state.tasks) - len(shown)) + len(archived_ids)
     rows: list[StatusTask] = []
     from hunkwise.shared.machines.chains import machine_of, mirror
     from hunkwise.shared.state.context import machine_name
@@ -263,7 +267,7 @@ def status(ctx: Ctx, *, everything: bool = False) -> StatusResult:
         "conflicts": conflicts,
         "ambiguous": ambiguous,
         "repaired": repaired,
-        "hidden_tasks": len(state.tasks) - len(shown),
+        "hidden_tasks": hidden,
         "index_dirty": bool(staged),
         "staged": staged,
         # Settings come from HEAD's coord.toml: an uncommitted edit is not in force.
