@@ -530,6 +530,8 @@ def index_cmd(output: str | None, everything: bool, as_json: bool, repo: str | N
 
     doc = sessions.index(_ctx(repo), output, everything=everything)
     emit(doc, as_json, lambda d: d["markdown"])
+    if doc["output"] and not as_json:  # stdout is the Markdown: where it went, on stderr
+        sys.stderr.write(f"wrote the index to {doc['output']}\n")
 
 
 # ---- protection and recovery ---------------------------------------------------------------

@@ -19,7 +19,12 @@ from hunkwise.shared.errors import CoordError
 from hunkwise.shared.output import emit
 
 if TYPE_CHECKING:
-    from hunkwise.shared.state.documents import DeliverResult, SessionResult, StartResult
+    from hunkwise.shared.state.documents import (
+        DeliverResult,
+        HeartbeatResult,
+        SessionResult,
+        StartResult,
+    )
 
 
 def _session_opt(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -190,7 +195,13 @@ def heartbeat(task_id: str, session: str | None, as_json: bool, repo: str | None
     from hunkwise.worker import session as core
 
     doc = core.heartbeat(_ctx(repo), task_id, session=session)
-    emit(doc, as_json, lambda d: f"{task_id}: heartbeat at {d['heartbeat']} (ttl {d['ttl_s']}s)")
+    def human(d: HeartbeatResult) -> str:
+        if "deferred" in d:
+            return (f"{task_id}: deferred to batch {d['deferred']['batch']} by the release "
+                    f"freeze; {d['deferred']['next']}")
+        return f"{task_id}: heartbeat at {d['heartbeat']} (ttl {d['ttl_s']}s)"
+
+    emit(doc, as_json, human)
 
 
 @cli.command()

@@ -911,6 +911,13 @@ class DeliverResult(TypedDict):
     report: DeliveredReport
 
 
+class DeferredNote(TypedDict):
+    """A heartbeat of a task a release freeze deferred: where it went, what to do."""
+
+    batch: int
+    next: str
+
+
 class HeartbeatResult(Recorded):
     """`worker heartbeat`."""
 
@@ -918,6 +925,7 @@ class HeartbeatResult(Recorded):
     session: str
     heartbeat: str
     ttl_s: int
+    deferred: NotRequired[DeferredNote]
 
 
 class CheckpointResult(Recorded):
