@@ -150,8 +150,12 @@ def heartbeat(ctx: Ctx, task_id: str, *, session: str | None) -> HeartbeatResult
         assert task.claim is not None
         task.claim = task.claim.model_copy(update={"heartbeat": now})
         state.sessions[s] = now
-    return {"task": task_id, "session": s, "heartbeat": iso(now), "ttl_s": task.claim.ttl,
-            **_recorded(ctx, [task_id])}
+    doc: HeartbeatResult = {"task": task_id, "session": s, "heartbeat": iso(now),
+                            "ttl_s": task.claim.ttl}
+    lost = _recorded(ctx, [task_id]).get("lost")
+    if lost is not None:
+        doc["lost"] = lost
+    return doc
 
 
 def _recorded(ctx: Ctx, task_ids: list[str]) -> Recorded:
