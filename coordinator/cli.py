@@ -191,6 +191,8 @@ def status(everything: bool, brief: bool, send: bool, as_json: bool, repo: str |
             out.append(f"event {ev['at']}: {ev['kind']}: {ev['path']}")
         if d["index_dirty"]:
             out.append(f"index: staged by someone else: {', '.join(d['staged'][:5])}")
+        if d.get("settings_problem"):
+            out.append(f"problem: {d['settings_problem']}")
         if d.get("config_differs"):
             out.append("warning: coord.toml in the working tree differs from HEAD's; settings "
                        "come from HEAD until the edit is committed")

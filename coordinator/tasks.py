@@ -272,6 +272,8 @@ def status(ctx: Ctx, *, everything: bool = False) -> StatusResult:
         "staged": staged,
         # Settings come from HEAD's coord.toml: an uncommitted edit is not in force.
         "config_differs": config.working_copy_differs(ctx.repo),
+        # Settings at HEAD that do not load stop assign, start and the rest: say so here.
+        "settings_problem": config.problem(ctx.repo),
     }
 
 

@@ -312,6 +312,7 @@ class StatusResult(TypedDict):
     index_dirty: bool
     staged: list[str]
     config_differs: bool
+    settings_problem: NotRequired[str | None]
 
 
 class BriefClaim(TypedDict):
