@@ -336,6 +336,10 @@ def _report(ctx: Ctx, task_id: str, *, status: ReportStatus, session: str | None
                           "range, or ask the coordinator for a wider grant (worker blocked "
                           f"{task_id} --reason ...); nothing was delivered")
     entries = task_entries(ctx.repo, tv, task, sel)
+    # Told before delivering: what it changed in its files that this report will not carry.
+    from hunkwise.worker import neighbours
+
+    outside = neighbours.outside_grants(tv, task, list(state.tasks.values()))
     overlaps = [Overlap(path=report_path(ch.path), task_id=",".join(t for t in tids if t != task_id) or None,
                         note="a change here straddles grants" + (f" (line {h.old_start})" if h else ""))
                 for ch, h, tids in tv.attribution.conflicts if task_id in tids]
@@ -405,11 +409,16 @@ def _report(ctx: Ctx, task_id: str, *, status: ReportStatus, session: str | None
     recovery.kill_point("worker-recorded")
     path = delivery.land(ctx, task_id, ref, tv.snap.tree, staged)
     recovery.kill_point("worker-delivered")
-    return {"task": task.public(), "report": {"id": report.report_id, "revision": report.revision,
-            "status": status, "file": str(path), "changes": len(entries),
-            "hunks": sum(len(e.hunks) for e in entries),
+    result: DeliverResult = {
+        "task": task.public(), "report": {
+            "id": report.report_id, "revision": report.revision, "status": status,
+            "file": str(path), "changes": len(entries), "hunks": sum(len(e.hunks) for e in entries),
             "checks_passed": sum(1 for c in checks if c.passed), "checks_total": len(checks),
-            "overlaps": [o.public() for o in overlaps]}}
+            "overlaps": [o.public() for o in overlaps]},
+        "outside_grants": outside}
+    if outside:
+        result["warnings"] = [neighbours.warning(task_id, outside)]
+    return result
 
 
 def _conflict_ids(tv: Any, task: Task) -> list[tuple[str, str]]:

@@ -905,11 +905,23 @@ class DeliveredReport(TypedDict):
     overlaps: list[OverlapDoc]
 
 
+class OutsideChange(TypedDict):
+    """A change in a file the task holds or touches that is not the task's (`worker done`):
+    another task's (`task_id`) or under no grant (`task_id` null)."""
+
+    path: str
+    lines: str
+    task_id: str | None
+    note: str
+
+
 class DeliverResult(TypedDict):
     """`worker done`, `worker blocked`, `worker failed`."""
 
     task: TaskDoc
     report: DeliveredReport
+    outside_grants: NotRequired[list[OutsideChange]]
+    warnings: NotRequired[list[str]]
 
 
 class DeferredNote(TypedDict):
