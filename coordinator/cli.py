@@ -190,7 +190,10 @@ def status(everything: bool, brief: bool, send: bool, as_json: bool, repo: str |
         for ev in d.get("events", [])[-5:]:
             out.append(f"event {ev['at']}: {ev['kind']}: {ev['path']}")
         if d["index_dirty"]:
-            out.append(f"index: staged by someone else: {', '.join(d['staged'][:5])}")
+            from hunkwise.coordinator.review import staged_text
+
+            out.append(f"index: staged by someone else: {staged_text(d['staged'])} (nothing "
+                       "can be accepted until they are unstaged: git restore --staged -- PATH...)")
         if d.get("settings_problem"):
             out.append(f"problem: {d['settings_problem']}")
         if d.get("config_differs"):

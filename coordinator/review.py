@@ -50,6 +50,12 @@ if TYPE_CHECKING:
     )
 
 
+def staged_text(staged: list[str], most: int = 20) -> str:
+    """Every staged path (both sides of a staged rename are listed), up to `most`."""
+    more = f" and {len(staged) - most} more" if len(staged) > most else ""
+    return ", ".join(staged[:most]) + more
+
+
 class _Cover:
     """Which paths a task's grants cover: a set lookup for ranges, matching for globs."""
 
@@ -100,7 +106,8 @@ def validate(ctx: Ctx, state: State, task: Task, report: Report,
     if staged:
         findings.append(Finding(code="index-dirty", path=staged[0],
                                 detail=f"{len(staged)} path(s) staged in the index by someone "
-                                       "else; unstage them (git restore --staged PATH)"))
+                                       f"else: {staged_text(staged)}; unstage them (git "
+                                       "restore --staged -- PATH...)"))
     if state.freeze is not None:
         findings.append(Finding(code="frozen", detail="a release freeze is in force"))
     v = assess(ctx.repo, tv, state.tasks, task, report)

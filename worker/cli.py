@@ -35,7 +35,28 @@ def _session_opt(f: Callable[..., Any]) -> Callable[..., Any]:
 def _ctx(repo: str | None):  # type: ignore[no-untyped-def]
     from hunkwise.shared.state.context import open_repo
 
-    return open_repo(repo)
+    ctx = open_repo(repo)
+    _warn_staged(ctx)
+    return ctx
+
+
+def _warn_staged(ctx) -> None:  # type: ignore[no-untyped-def]
+    """Workers never stage: a `git add` is named at the worker's own next command, every
+    path of it, instead of surfacing later as a refusal of some other task's accept."""
+    from hunkwise.shared import git
+
+    try:
+        staged = git.index_dirty(ctx.repo)
+    except CoordError:
+        return  # no HEAD yet, or an unreadable index: the command itself will say
+    if staged:
+        more = f" and {len(staged) - 20} more" if len(staged) > 20 else ""
+        import sys
+
+        sys.stderr.write(f"warning: staged in the index: {', '.join(staged[:20])}{more}. Workers "
+                         "never stage (the coordinator's accept commits for you), and nothing "
+                         "can be accepted while the index differs from HEAD: unstage with git "
+                         "restore --staged -- PATH...\n")
 
 
 def _autosync(ctx, fetching: bool = True) -> None:  # type: ignore[no-untyped-def]
