@@ -9,7 +9,7 @@ from hunkwise import inbox
 from hunkwise.shared import git
 from hunkwise.shared.errors import StateRefused, UsageError
 from hunkwise.shared.hunks.diff import looks_binary
-from hunkwise.shared.hunks.ownership import find_conflicts
+from hunkwise.shared.hunks.ownership import find_conflicts, glob_matches
 from hunkwise.shared.hunks.taskview import active_tasks, sync_ranges, view
 from hunkwise.shared.state import config, store
 from hunkwise.shared.state.context import Ctx
@@ -44,8 +44,15 @@ def init(ctx: Ctx) -> InitResult:
 def _check_range(ctx: Ctx, g: Grant) -> None:
     found = git.blob_at(ctx.repo, "HEAD", g.path)
     if found is None:
+        same = _same_named(g.path, git.tracked_and_untracked(ctx.repo))
+        if same:
+            advice = (f"did you mean {same[0]}:{str(g).rpartition(':')[2]}? (grants are read "
+                      f"from the repository root{_cwd_note(ctx)})")
+        else:
+            advice = (f"grants are read from the repository root{_cwd_note(ctx)}; to create "
+                      f"{g.path} as a new file, grant the whole path ({g.path}, no line range)")
         raise UsageError(f"grant {g}: {g.path} is not a file at HEAD; a line range needs a "
-                         "committed file (grant the path itself for a new file)")
+                         f"committed file: {advice}")
     mode, data = found
     if mode not in ("100644", "100755"):
         raise UsageError(f"grant {g}: {g.path} is not a regular file at HEAD")
@@ -54,6 +61,47 @@ def _check_range(ctx: Ctx, g: Grant) -> None:
     lines = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
     if g.end > lines:
         raise UsageError(f"grant {g}: {g.path} has {lines} lines at HEAD")
+
+
+def _same_named(pattern: str, files: list[str], most: int = 5) -> list[str]:
+    """Files elsewhere in the tree whose name the pattern's last part matches."""
+    import fnmatch
+
+    last = pattern.rstrip("/").rpartition("/")[2]
+    if not last or last in ("*", "**"):
+        return []
+    return [f for f in files if fnmatch.fnmatchcase(f.rpartition("/")[2], last)
+            and f != pattern][:most]
+
+
+def _cwd_note(ctx: Ctx) -> str:
+    """`, not from src/pkg/ where you are` when the command runs below the top level."""
+    import os
+
+    try:
+        here = os.path.relpath(os.path.realpath(os.getcwd()), os.path.realpath(ctx.repo))
+    except (OSError, ValueError):
+        return ""
+    if here == "." or here.startswith(".."):
+        return ""
+    return f", not from {here.replace(os.sep, '/')}/ where you are"
+
+
+def _unmatched(ctx: Ctx, grants: list[Grant], files: list[str]) -> list[str]:
+    """A glob that matches no file grants a new file where the pattern says, from the
+    root: right for a new file, a silent mistake when the file meant is elsewhere (a
+    command run in a subdirectory, say). Warn when a same-named file exists."""
+    out = []
+    for g in grants:
+        if g.kind != "glob" or any(glob_matches(g.path, f) for f in files):
+            continue
+        same = _same_named(g.path, files)
+        if same:
+            out.append(f"grant {g} matches no file (grants are read from the repository root"
+                       f"{_cwd_note(ctx)}): it grants a new {g.path}; a file of that name "
+                       f"exists at {', '.join(same)}: grant that path if you meant it "
+                       "(coord grant ID --write PATH)")
+    return out
 
 
 def _parse_grants(ctx: Ctx, writes: list[str]) -> list[Grant]:
@@ -106,7 +154,8 @@ def assign(ctx: Ctx, *, task_id: str | None, title: str, expect: str, writes: li
         if task_id == f"task-{state.next_task:03d}":
             state.next_task += 1
     return {"task": task.public(), "held_until_thaw": frozen,
-            "warnings": _touching(grants, active_tasks(state), task_id)}
+            "warnings": _touching(grants, active_tasks(state), task_id)
+            + _unmatched(ctx, grants, files)}
 
 
 def grant(ctx: Ctx, task_id: str, writes: list[str]) -> GrantResult:
@@ -133,7 +182,8 @@ def grant(ctx: Ctx, task_id: str, writes: list[str]) -> GrantResult:
         have = {str(g) for g in task.grants}
         task.grants += [g for g in grants if str(g) not in have]
         task.updated_at = store.now()
-    return {"task": task.public(), "warnings": _touching(grants, others, task_id)}
+    return {"task": task.public(), "warnings": _touching(grants, others, task_id)
+            + _unmatched(ctx, grants, files)}
 
 
 def _clash_text(c: Any, exclusive: bool, state: State, serial: list[str]) -> str:
