@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from hunkwise import inbox
 from hunkwise.shared.errors import CheckFailed, StateRefused, UsageError
+from hunkwise.shared.git import ref_component
 from hunkwise.shared.hunks.snapshot import Snapshot
 from hunkwise.shared.hunks.taskview import (
     active_tasks,
@@ -364,7 +365,7 @@ def _report(ctx: Ctx, task_id: str, *, status: ReportStatus, session: str | None
     # The revision this report takes: the state hands it out only if no other delivery
     # took it meanwhile (checked under the lock below).
     revision = task.revision + 1
-    ref = f"{recovery.SNAPSHOT_REFS}/{task_id}/r{revision}"
+    ref = f"{recovery.SNAPSHOT_REFS}/{ref_component(task_id)}/r{revision}"
     report = WorkReport(
         schema_version=1, task_id=task_id, status=status,
         session=sess, created_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds"),

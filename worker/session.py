@@ -191,7 +191,7 @@ def _where_it_stands(ctx: Ctx, task_id: str, session: str | None,
     tv = view(ctx.repo, active_tasks(state))
     files = sorted({c.path for c in tv.task_changes(task_id)})
     # The task's own changes travel with the checkpoint or handoff (shared/machines/handover.py).
-    saved = record_edits(ctx.repo, tv, task, kind="handoff", ref=f"{HANDOFF_REFS}/{task_id}")
+    saved = record_edits(ctx.repo, tv, task, kind="handoff", ref=f"{HANDOFF_REFS}/{git.ref_component(task_id)}")
     return s, files, commits_since(ctx, task.claim.opened if task.claim else 0), saved
 
 

@@ -353,7 +353,7 @@ def _apply_locked(ctx: Ctx, machine: str, signals: list[Signal],
                 state.checkpoints[key] = cp
                 applied.checkpoints.append(key)
                 if cp.saved is not None:  # keep its edits here until it is taken
-                    refs.append((f"refs/hunkwise/remote-edits/{machine}/{cp.task}",
+                    refs.append((f"refs/hunkwise/remote-edits/{machine}/{git.ref_component(cp.task)}",
                                  cp.saved.tree))
         for name, data, report in verdicts:
             task = state.tasks.get(report.task_id)
