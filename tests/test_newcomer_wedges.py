@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from testing.cli import Cli, ok
 from testing.repo import MakeRepo, git, write
+from testing.wait import wait_until
 
 S = "sess-20260101-0000-worker@m"
 S2 = "sess-20260101-0001-worker@m"
@@ -37,3 +38,33 @@ def test_a_handoff_of_a_dot_lock_task(coord: Cli, worker: Cli, make_repo: MakeRe
     ok(worker(repo, "start", "x.lock", session=S2))
     ok(worker(repo, "done", "x.lock", session=S2))
     ok(coord(repo, "accept", "x.lock"))
+
+
+def test_a_file_under_no_grant_written_all_along_does_not_wedge_done(
+        coord: Cli, worker: Cli, make_repo: MakeRepo) -> None:
+    """Another worker's check writing its output into the tree (a log, a report file)
+    over and over: the tree never stops changing there, and no task may commit it."""
+    import subprocess
+    import sys
+
+    repo = make_repo({"a.txt": "a\n", ".gitignore": "stop\n"})
+    ok(coord(repo, "assign", "t1", "--title", "T", "--expect", "E", "--write", "a.txt"))
+    ok(worker(repo, "start", "t1", session=S))
+    write(repo, "a.txt", "edited\n")
+    writer = subprocess.Popen([sys.executable, "-c", (
+        "import os, time\n"
+        "while not os.path.exists('stop'):\n"
+        "    with open('check-output.log', 'w') as f: f.write(str(time.time_ns()) * 50)\n")],
+        cwd=repo)
+    try:
+        wait_until(lambda: (repo / "check-output.log").exists(), what="the writer writing")
+        r = worker(repo, "done", "t1", session=S)
+    finally:
+        write(repo, "stop", "")
+        writer.wait(timeout=60)
+    assert r.code == 0, r
+    assert r.doc["report"]["changes"] == 1
+    ok(coord(repo, "accept", "t1"))
+    assert git(repo, "show", "HEAD:a.txt") == "edited\n"
+    assert "check-output.log" not in git(repo, "show", "--stat", "HEAD")
+

@@ -9,6 +9,7 @@ import os
 import shutil
 import stat
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,7 +29,8 @@ SNAPSHOT_TRIES = 5
 SETTLE_S = 0.005  # how long a changed file's stat data must hold for a second read
 
 
-def take(repo: Path, *, patch: bool = False) -> Snapshot:
+def take(repo: Path, *, patch: bool = False,
+         steady: Callable[[str], bool] | None = None) -> Snapshot:
     """Write the whole working tree (tracked and untracked, not ignored) as a tree object.
 
     Works through a throwaway copy of the index so clean filters apply, stat data speeds up
@@ -38,6 +40,10 @@ def take(repo: Path, *, patch: bool = False) -> Snapshot:
 
     With `patch`, the diff that checks the re-read also reads the -U0 patch of HEAD ->
     snapshot (for `diff.diff_trees`, which the caller is about to ask for): one git process.
+
+    With `steady`, only the paths it accepts must read the same twice: a file no task may
+    commit (a log a check or a server keeps appending to) is taken as read, so it cannot
+    keep every snapshot from settling.
     """
     gd = git.git_dir(repo)
     head, htree = git.head_and_tree(repo)
@@ -54,11 +60,12 @@ def take(repo: Path, *, patch: bool = False) -> Snapshot:
             _clear_index_flags(repo, env)
         else:
             git.run(repo, "read-tree", htree, env=env)
-        tree = _settled_tree(repo, env, htree, patch)
+        tree = _settled_tree(repo, env, htree, patch, steady)
     return Snapshot(tree=tree, head=head, head_tree=htree)
 
 
-def _settled_tree(repo: Path, env: dict[str, str], base: str, patch: bool) -> Sha:
+def _settled_tree(repo: Path, env: dict[str, str], base: str, patch: bool,
+                  steady: Callable[[str], bool] | None = None) -> Sha:
     """`add -A` + `write-tree`, read again until the two reads agree.
 
     The second read covers what differs from HEAD (a torn read shows up there: an empty or
@@ -86,7 +93,7 @@ def _settled_tree(repo: Path, env: dict[str, str], base: str, patch: bool) -> Sh
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(env["GIT_INDEX_FILE"] + ".lock")
             continue
-        if tree == base or _reread_agrees(repo, base, tree, patch):
+        if tree == base or _reread_agrees(repo, base, tree, patch, steady):
             return tree
     if len(errors) == SNAPSHOT_TRIES and errors[0].returncode > 0 and \
             len({(e.returncode, e.stderr) for e in errors}) == 1:
@@ -103,12 +110,15 @@ def _stat_key(path: str) -> tuple[int, ...] | None:
     return st.st_ino, st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
 
-def _reread_agrees(repo: Path, base: str, tree: str, patch: bool = False) -> bool:
-    """Do the paths that differ between `base` and `tree` still hold what `tree` says,
-    read again while their stat data stays the same?"""
+def _reread_agrees(repo: Path, base: str, tree: str, patch: bool = False,
+                   steady: Callable[[str], bool] | None = None) -> bool:
+    """Do the paths that differ between `base` and `tree` (those `steady` accepts) still
+    hold what `tree` says, read again while their stat data stays the same?"""
     import time
 
     changes = parse_raw((raw_and_patch if patch else raw_diff)(repo, base, tree))
+    if steady is not None:
+        changes = [c for c in changes if steady(c.path)]
     full = {c.path: os.path.join(repo, c.path) for c in changes}
     fmt = git.object_format(repo)
     since = time.monotonic()
