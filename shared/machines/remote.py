@@ -316,12 +316,23 @@ def _apply_locked(ctx: Ctx, machine: str, signals: list[Signal],
     with store.transaction(ctx.lay) as state:
         mir = mirror(ctx)
         if table is not None:
+            # A machine may publish only the tasks it coordinates: never one this machine
+            # coordinates (active, or finished and archived at a thaw), never one first
+            # mirrored from a third machine. Such an entry is quarantined with the reason.
+            archived = {d.get("id") for d in store.archived(ctx.lay, "task")}
             for t in table.tasks:
                 owner = mir["tasks"].get(t.id)
-                if t.id in state.tasks and owner is None:
-                    continue  # this machine's own task: never replaced by a remote's copy
+                if owner is None and (t.id in state.tasks or t.id in archived):
+                    # This machine's own task: never replaced by a remote's copy.
+                    refused.append((f"tasks.json/{t.id}", dump_json(t.model_dump(mode="json")),
+                                    f"{machine} published {t.id}, which {machine_name()} "
+                                    "coordinates; its copy is ignored"))
+                    continue
                 if owner not in (None, machine):
-                    continue  # mirrored from another coordinator first
+                    refused.append((f"tasks.json/{t.id}", dump_json(t.model_dump(mode="json")),
+                                    f"{machine} published {t.id}, which {owner} coordinates; "
+                                    "its copy is ignored"))
+                    continue
                 local = state.tasks.get(t.id)
                 if local is not None and _ahead(local, t, machine_name()):
                     # Started or reported here and not yet answered: this machine's claim
