@@ -194,6 +194,11 @@ def status(everything: bool, brief: bool, send: bool, as_json: bool, repo: str |
 
             out.append(f"index: staged by someone else: {staged_text(d['staged'])} (nothing "
                        "can be accepted until they are unstaged: git restore --staged -- PATH...)")
+        for sm in d.get("submodules", []):
+            what = " and ".join(w for w, on in (("modified files", sm["modified"]),
+                                                ("untracked files", sm["untracked"])) if on)
+            out.append(f"submodule: {sm['path']} holds {what} inside it; hunkwise sees only "
+                       "its pointer: commit inside the submodule (its own repository)")
         if d.get("settings_problem"):
             out.append(f"problem: {d['settings_problem']}")
         if d.get("config_differs"):

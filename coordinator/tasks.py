@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         InitResult,
         StatusResult,
         StatusTask,
+        SubmoduleChange,
         TaskRow,
         UnownedChange,
     )
@@ -112,7 +113,63 @@ def _parse_grants(ctx: Ctx, writes: list[str]) -> list[Grant]:
     for g in grants:
         if g.kind == "range":
             _check_range(ctx, g)
+    _refuse_inside_submodules(ctx, grants)
     return grants
+
+
+def gitlinks(ctx: Ctx) -> list[str]:
+    """The submodules of the tree (gitlink entries of the index); none without a
+    .gitmodules, which costs no process to look for."""
+    import os
+
+    if not os.path.lexists(ctx.repo / ".gitmodules"):
+        return []
+    out = git.run(ctx.repo, "ls-files", "-z", "--stage")
+    links = []
+    for rec in out.split(b"\0"):
+        meta, _, path = rec.partition(b"\t")
+        if meta.startswith(b"160000 "):
+            links.append(os.fsdecode(path))
+    return links
+
+
+def _refuse_inside_submodules(ctx: Ctx, grants: list[Grant]) -> None:
+    """A grant inside a submodule would hold nothing: the superproject's diff sees only the
+    submodule's pointer, never the files in it, so edits there could be neither
+    attributed nor committed nor protected. The pointer itself (`sub`) may be granted."""
+    links = gitlinks(ctx)
+    for g in grants:
+        path = g.path.rstrip("/")
+        for link in links:
+            inside = path.startswith(link + "/") or (path == link and g.path != link)
+            if inside:
+                raise UsageError(
+                    f"grant {g}: {link} is a git submodule, another repository: edits inside "
+                    "it are invisible to this tree's diff, so no task can be given, shown or "
+                    f"committed them. Work in the submodule itself; grant {link} (no slash) "
+                    "for the change of its pointer (a new commit checked out in it)")
+
+
+def submodule_changes(ctx: Ctx) -> list[SubmoduleChange]:
+    """Submodules whose own tree holds changes not committed inside them: hunkwise sees
+    only their pointers, so this is all it can say about them (git status
+    --porcelain=v2: `S<commit><modified><untracked>`)."""
+    import os
+
+    links = gitlinks(ctx)
+    if not links:
+        return []
+    out = git.run(ctx.repo, "status", "--porcelain=v2", "-z", "--ignore-submodules=none",
+                  "--untracked-files=no", "--", *links)
+    found: list[SubmoduleChange] = []
+    for rec in out.split(b"\0"):
+        parts = rec.split(b" ", 8)
+        if len(parts) == 9 and parts[0] == b"1" and parts[2].startswith(b"S"):
+            sub = parts[2].decode()
+            if sub[2] == "M" or sub[3] == "U":
+                found.append({"path": os.fsdecode(parts[8]), "modified": sub[2] == "M",
+                              "untracked": sub[3] == "U"})
+    return found
 
 
 def assign(ctx: Ctx, *, task_id: str | None, title: str, expect: str, writes: list[str],
@@ -322,6 +379,7 @@ def status(ctx: Ctx, *, everything: bool = False) -> StatusResult:
         "staged": staged,
         # Settings come from HEAD's coord.toml: an uncommitted edit is not in force.
         "config_differs": config.working_copy_differs(ctx.repo),
+        "submodules": submodule_changes(ctx),
         # Settings at HEAD that do not load stop assign, start and the rest: say so here.
         "settings_problem": config.problem(ctx.repo),
     }

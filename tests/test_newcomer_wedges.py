@@ -68,3 +68,45 @@ def test_a_file_under_no_grant_written_all_along_does_not_wedge_done(
     assert git(repo, "show", "HEAD:a.txt") == "edited\n"
     assert "check-output.log" not in git(repo, "show", "--stat", "HEAD")
 
+
+
+def _with_submodule(make_repo: MakeRepo) -> tuple:  # type: ignore[type-arg]
+    inner = make_repo({"s.txt": "s\n"})
+    repo = make_repo({"a.txt": "a\n"})
+    git(repo, "-c", "protocol.file.allow=always", "submodule", "-q", "add", str(inner), "sub")
+    git(repo, "commit", "-q", "-m", "sub")
+    return repo, inner
+
+
+def test_a_grant_inside_a_submodule_is_refused_with_the_reason(coord: Cli,
+                                                                make_repo: MakeRepo) -> None:
+    repo, _ = _with_submodule(make_repo)
+    for grant in ("sub/", "sub/**", "sub/s.txt"):
+        r = coord(repo, "assign", "t1", "--title", "T", "--expect", "E", "--write", grant)
+        assert r.code == 2, (grant, r)
+        msg = r.doc["error"]["message"]
+        assert "sub is a git submodule" in msg and "grant sub (no slash)" in msg
+    r = coord(repo, "assign", "t1", "--title", "T", "--expect", "E", "--write", "sub/s.txt:1")
+    assert r.code == 2
+    ok(coord(repo, "assign", "t1", "--title", "T", "--expect", "E", "--write", "sub"))
+
+
+def test_edits_inside_a_submodule_are_reported_and_its_pointer_is_a_change(
+        coord: Cli, worker: Cli, make_repo: MakeRepo) -> None:
+    repo, _ = _with_submodule(make_repo)
+    ok(coord(repo, "assign", "t1", "--title", "T", "--expect", "E", "--write", "sub"))
+    ok(worker(repo, "start", "t1", session=S))
+    write(repo, "sub/s.txt", "edited inside\n")
+    write(repo, "sub/new.txt", "new inside\n")
+    doc = ok(coord(repo, "status"))
+    assert doc["submodules"] == [{"path": "sub", "modified": True, "untracked": True}]
+    text = coord(repo, "status", json_out=False).stdout
+    assert "submodule: sub holds modified files and untracked files inside it" in text
+    # Committed inside the submodule: its pointer moves, and that is the task's change.
+    git(repo / "sub", "add", "-A")
+    git(repo / "sub", "-c", "user.name=A", "-c", "user.email=a@b", "commit", "-q", "-m", "in")
+    assert ok(coord(repo, "status"))["submodules"] == []
+    assert ok(worker(repo, "done", "t1", session=S))["report"]["changes"] == 1
+    commit = ok(coord(repo, "accept", "t1"))["commit"]
+    inner_head = git(repo / "sub", "rev-parse", "HEAD").strip()
+    assert git(repo, "rev-parse", f"{commit}:sub").strip() == inner_head

@@ -41,9 +41,10 @@ def take(repo: Path, *, patch: bool = False,
     With `patch`, the diff that checks the re-read also reads the -U0 patch of HEAD ->
     snapshot (for `diff.diff_trees`, which the caller is about to ask for): one git process.
 
-    With `steady`, only the paths it accepts must read the same twice: a file no task may
-    commit (a log a check or a server keeps appending to) is taken as read, so it cannot
-    keep every snapshot from settling.
+    With `steady`, when no read of the whole tree settles, one in which the paths `steady`
+    accepts read the same twice is taken: a file no task may commit (a log a check or a
+    server keeps writing) cannot keep every snapshot from settling. Every read is still
+    tried whole first, so a file caught once mid-write is read again.
     """
     gd = git.git_dir(repo)
     head, htree = git.head_and_tree(repo)
@@ -79,6 +80,7 @@ def _settled_tree(repo: Path, env: dict[str, str], base: str, patch: bool,
     from hunkwise.shared.errors import GitError, StateRefused
 
     errors: list[GitError] = []
+    settled: Sha | None = None
     for attempt in range(SNAPSHOT_TRIES):
         if attempt:
             time.sleep(0.01 * 3 ** min(attempt - 1, 3))  # let a writer caught mid-write finish
@@ -93,8 +95,14 @@ def _settled_tree(repo: Path, env: dict[str, str], base: str, patch: bool,
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(env["GIT_INDEX_FILE"] + ".lock")
             continue
-        if tree == base or _reread_agrees(repo, base, tree, patch, steady):
+        if tree == base or _reread_agrees(repo, base, tree, patch):
             return tree
+        if steady is not None and _reread_agrees(repo, base, tree, patch, steady):
+            settled = tree  # only files no task may commit disagree: kept as a last resort
+    if settled is not None:
+        # Every read disagreed, but only on files under no grant (a log that a check or a
+        # server keeps writing): waiting would never end, and nothing of a task is torn.
+        return settled
     if len(errors) == SNAPSHOT_TRIES and errors[0].returncode > 0 and \
             len({(e.returncode, e.stderr) for e in errors}) == 1:
         raise errors[-1]  # the same failure every time: a real problem, not a race

@@ -291,6 +291,14 @@ class ContestedChange(TypedDict):
     lines: str | None
 
 
+class SubmoduleChange(TypedDict):
+    """A submodule holding changes not committed inside it (`coord status`)."""
+
+    path: str
+    modified: bool
+    untracked: bool
+
+
 class StatusResult(TypedDict):
     """`coord status`."""
 
@@ -313,6 +321,7 @@ class StatusResult(TypedDict):
     staged: list[str]
     config_differs: bool
     settings_problem: NotRequired[str | None]
+    submodules: NotRequired[list[SubmoduleChange]]
 
 
 class BriefClaim(TypedDict):
