@@ -110,3 +110,23 @@ def test_edits_inside_a_submodule_are_reported_and_its_pointer_is_a_change(
     commit = ok(coord(repo, "accept", "t1"))["commit"]
     inner_head = git(repo / "sub", "rev-parse", "HEAD").strip()
     assert git(repo, "rev-parse", f"{commit}:sub").strip() == inner_head
+
+
+def test_reject_discard_under_autocrlf_keeps_the_other_tasks_line_endings(
+        coord: Cli, worker: Cli, make_repo: MakeRepo) -> None:
+    repo = make_repo({"a.txt": "l1\nl2\nl3\nl4\n"})
+    git(repo, "config", "core.autocrlf", "true")
+    ok(coord(repo, "assign", "t1", "--title", "T", "--expect", "E", "--write", "a.txt:1-2"))
+    ok(coord(repo, "assign", "t2", "--title", "T", "--expect", "E", "--write", "a.txt:3-4"))
+    ok(worker(repo, "start", "t1", session=S))
+    ok(worker(repo, "start", "t2", session=S2))
+    write(repo, "a.txt", b"L1\nl2\nL3\nl4\n")  # both workers wrote LF lines
+    ok(worker(repo, "done", "t1", session=S))
+    ok(coord(repo, "reject", "t1", "--note", "no", "--discard"))
+    lines = (repo / "a.txt").read_bytes().split(b"\n")
+    assert lines[2] == b"L3"  # t2's line: untouched, still LF
+    assert lines[1] == b"l2" and lines[3] == b"l4"
+    assert lines[0] in (b"l1", b"l1\r")  # the discarded line: as a checkout writes it
+    ok(worker(repo, "done", "t2", session=S2))
+    commit = ok(coord(repo, "accept", "t2"))["commit"]
+    assert git(repo, "show", f"{commit}:a.txt") == "l1\nl2\nL3\nl4\n"
