@@ -49,6 +49,7 @@ from hunkwise.shared.state.models import (
     Task,
     TaskState,
     WorkReport,
+    check_task,
 )
 from hunkwise.shared.state.schema import Record
 from hunkwise.shared.state.signals import addressed_to, close_about
@@ -271,6 +272,10 @@ def _parse_table(data: bytes, machine: str) -> Table:
         t = _parse(dump_json(raw), Task, "tasks.json")
         if not TASK_ID_RE.fullmatch(t.id) or ".." in t.id:
             raise UsageError(f"tasks.json: malformed task id {t.id!r}")
+        try:
+            check_task(t)  # what the local state would refuse at its next load
+        except UsageError as e:
+            raise UsageError(f"tasks.json: {e.message}") from None
         tasks.append(t)
     return Table(ranges_at=ranges_at, tasks=tasks)
 
