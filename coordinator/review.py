@@ -319,6 +319,11 @@ def pending(ctx: Ctx) -> list[tuple[inbox.Entry, Report]]:
             inbox.archive(e)
             continue
         report = _admit(state, e)
+        if report is not None and report.task_id not in state.tasks:
+            # No such task here (a dropped-in file, a task deleted by hand): the queue must
+            # not show what no command can act on. `coord next` says the same.
+            inbox.quarantine(e.path, f"{e.name}: report for unknown task {report.task_id}")
+            continue
         if report is not None:
             out.append((e, report))
     return out

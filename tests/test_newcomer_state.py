@@ -62,3 +62,20 @@ def test_a_state_that_is_a_directory_is_a_one_line_error(coord: Cli, make_repo: 
     assert len(r.stderr.strip().split("\n")) == 1 and "cannot read the state" in r.stderr
     shutil.rmtree(_state_file(repo))
     assert ok(coord(repo, "status"))["tasks"] == []
+
+
+def test_the_inbox_never_lists_a_report_of_no_task(coord: Cli, worker: Cli,
+                                                   make_repo: MakeRepo) -> None:
+    from testing.repo import write
+
+    repo = _with_task(coord, make_repo)
+    ok(worker(repo, "start", "t1", session="sess-20260101-0000-worker@m"))
+    write(repo, "a.txt", "edited\n")
+    ok(worker(repo, "done", "t1", session="sess-20260101-0000-worker@m"))
+    # The report's task removed from the state by hand.
+    _edit(repo, lambda d: d["tasks"].pop("t1"))
+    assert ok(coord(repo, "inbox"))["reports"] == []
+    qdir = repo / ".git" / "coord" / "inbox" / "quarantine"
+    reasons = [p.read_text() for p in qdir.iterdir() if p.name.endswith(".reason")]
+    assert len(reasons) == 1 and "report for unknown task t1" in reasons[0]
+    assert ok(coord(repo, "next"))["next"] is None
