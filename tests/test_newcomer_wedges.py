@@ -130,3 +130,21 @@ def test_reject_discard_under_autocrlf_keeps_the_other_tasks_line_endings(
     ok(worker(repo, "done", "t2", session=S2))
     commit = ok(coord(repo, "accept", "t2"))["commit"]
     assert git(repo, "show", f"{commit}:a.txt") == "l1\nl2\nL3\nl4\n"
+
+
+def test_a_file_whose_name_ends_in_a_space_can_be_granted(coord: Cli, worker: Cli,
+                                                          make_repo: MakeRepo) -> None:
+    repo = make_repo({"note ": "a\n", "note": "plain\n"})
+    doc = ok(coord(repo, "assign", "t1", "--title", "T", "--expect", "E", "--write", "note "))
+    assert doc["warnings"] == []
+    # It holds that file, and not the one without the space.
+    r = coord(repo, "assign", "t2", "--title", "T", "--expect", "E", "--write", "note :1")
+    assert r.code == 3
+    ok(coord(repo, "assign", "t3", "--title", "T", "--expect", "E", "--write", "note"))
+    ok(worker(repo, "start", "t1", session=S))
+    write(repo, "note ", "edited\n")
+    done = ok(worker(repo, "done", "t1", session=S))
+    assert done["report"]["changes"] == 1 and done["outside_grants"] == []
+    commit = ok(coord(repo, "accept", "t1"))["commit"]
+    assert git(repo, "show", f"{commit}:note ") == "edited\n"
+    assert git(repo, "show", f"{commit}:note") == "plain\n"

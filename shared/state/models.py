@@ -153,6 +153,11 @@ def parse_grant(text: str) -> Grant:
     check_rel_path(pattern.rstrip("/") or pattern, "grant")
     if pattern.startswith("!"):
         raise UsageError(f"grant {text!r}: negated patterns are not grants")
+    # gitignore drops a pattern's trailing spaces unless they are escaped: a grant names
+    # what it says, so `note ` (a file whose name ends in a space) is kept as `note\ `.
+    stripped = pattern.rstrip(" ")
+    if stripped != pattern:
+        pattern = stripped + "\\ " * (len(pattern) - len(stripped))
     return GlobGrant(kind="glob", path=pattern)
 
 
