@@ -303,7 +303,7 @@ def _accept(ctx: Ctx, task_id: str, *, message: str | None, recheck: bool | None
     for _attempt in range(MAX_ATTEMPTS):
         with store.locked(ctx.lay):
             state = store.load(ctx.lay)
-            task = get_task(state, task_id)
+            task = get_task(state, task_id, archive=ctx.lay)
             if state.freeze is not None:
                 fz = state.freeze
                 raise StateRefused(f"coord accept {task_id} refused: release freeze of batch "
@@ -331,7 +331,9 @@ def _accept(ctx: Ctx, task_id: str, *, message: str | None, recheck: bool | None
         assert verdict.selection is not None
         mine = verdict.selection.changes
         if not mine:
-            raise CheckFailed(f"{task_id} has no changes in the tree; nothing to commit")
+            raise CheckFailed(f"{task_id} has no changes in the tree; nothing to commit: send it "
+                              f"back (coord request-changes {task_id} --note N), or close it "
+                              f"(coord reject {task_id} --note N)")
         plan = plan_commit(ctx, tv, task_id, mine)
         head = tv.snap.head
         parents = ("-p", head) if head else ()

@@ -8,8 +8,16 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import click
-from hunkwise.shared.cli import common, exit_process, run, sync_command, version_option
-from hunkwise.shared.output import clip, emit, one_line, table
+from hunkwise.shared.cli import (
+    WorkflowGroup,
+    common,
+    exit_process,
+    group_options,
+    run,
+    sync_command,
+    version_option,
+)
+from hunkwise.shared.output import clip, emit, one_line, paint_diff, paint_states, table
 
 if TYPE_CHECKING:
     from hunkwise.shared.state.documents import (
@@ -44,11 +52,25 @@ def _autosync(ctx) -> None:  # type: ignore[no-untyped-def]
     sync.warn(sync.auto(ctx))
 
 
-class _CoordGroup(click.Group):
+class CoordGroup(WorkflowGroup):
     """In a worker's session (COORD_SESSION naming a session the state knows from worker
     commands, of a role other than the coordinator's), the coordinator's commands are
     refused (3) before they act: the command parses as usual (so `--json` holds), then its
     callback checks the state and raises instead of acting."""
+
+    # The help lists commands by workflow, in the order a coordinator meets them.
+    sections = (
+        ("plan: hand out work", ("init", "assign", "grant", "edit", "launch", "stop", "attach",
+                                 "status")),
+        ("review: read reports, commit exactly one task", (
+            "inbox", "next", "review", "diff", "accept", "request-changes", "reject", "defer",
+            "revert", "restore", "discard", "commit")),
+        ("release: freeze, verify, thaw", ("freeze", "verify", "thaw")),
+        ("sessions: claims, signals, decisions", (
+            "recover", "signals", "audit", "decisions", "decide", "index", "watch", "board")),
+        ("machines", ("sync",)),
+        ("setup: hooks that guard the tree", ("install-hooks", "uninstall-hooks", "guard")),
+    )
 
     def resolve_command(self, ctx: click.Context, args: list[str]):  # type: ignore[no-untyped-def]
         name, cmd, rest = super().resolve_command(ctx, args)
@@ -79,10 +101,29 @@ class _CoordGroup(click.Group):
         return name, cmd, rest
 
 
-@click.group(cls=_CoordGroup, context_settings={"help_option_names": ["-h", "--help"]})
+_EXAMPLES = """\
+Start here (the coordinator; each worker then runs `worker start ID`):
+  coord init
+  coord assign --title "Fix the parser" --expect "tests pass" --write 'src/parser.py'
+  coord status
+  coord next                    # when a worker has reported: its contract and findings
+  coord accept task-001         # commits exactly that task's changes
+  coord freeze && coord verify  # the release gate, then: coord thaw
+
+Every command takes --json and --repo PATH (also before its name: coord --repo ../app status).
+`coord COMMAND --help` for one command; shell completion: eval "$(_COORD_COMPLETE=bash_source coord)"."""
+
+
+@click.group(cls=CoordGroup, context_settings={"help_option_names": ["-h", "--help"]},
+             epilog=_EXAMPLES)
 @version_option
-def cli() -> None:
-    """Coordinate parallel workers on one git working tree."""
+@group_options
+def cli(repo: str | None) -> None:
+    """Coordinate parallel workers on one git working tree.
+
+    The coordinator hands out tasks with write grants, reads the workers' reports at its
+    own checkpoints, and commits each task's changes alone.
+    """
 
 
 # ---- tasks ---------------------------------------------------------------------------
@@ -273,13 +314,23 @@ def status(everything: bool, brief: bool, send: bool, as_json: bool, repo: str |
         for ev in d.get("events", [])[-5:]:
             out.append(f"event {ev['at']}: {ev['kind']}: {ev['path']}")
         if d["index_dirty"]:
-            out.append(f"index: staged by someone else: {', '.join(d['staged'][:5])}")
+            from hunkwise.coordinator.review import staged_text
+
+            out.append(f"index: staged by someone else: {staged_text(d['staged'])} (nothing "
+                       "can be accepted until they are unstaged: git restore --staged -- PATH...)")
+        for sm in d.get("submodules", []):
+            what = " and ".join(w for w, on in (("modified files", sm["modified"]),
+                                                ("untracked files", sm["untracked"])) if on)
+            out.append(f"submodule: {sm['path']} holds {what} inside it; hunkwise sees only "
+                       "its pointer: commit inside the submodule (its own repository)")
+        if d.get("settings_problem"):
+            out.append(f"problem: {d['settings_problem']}")
         if d.get("config_differs"):
             out.append("warning: coord.toml in the working tree differs from HEAD's; settings "
                        "come from HEAD until the edit is committed")
         return "\n".join(out)
 
-    emit(shown, as_json, human)
+    emit(shown, as_json, human, paint=paint_states)
 
 
 # ---- the inbox -------------------------------------------------------------------------
@@ -390,7 +441,7 @@ def next_cmd(with_diff: bool, full: bool, as_json: bool, repo: str | None) -> No
                 f"{_findings_text(n['validation'])}\n({d['pending']} more pending)")
         return text + ("\n" + d["diff"]["patch"] if d.get("diff") else "")
 
-    emit(doc, as_json, human)
+    emit(doc, as_json, human, paint=paint_diff if with_diff else None)
 
 
 @cli.command(name="diff")
@@ -420,7 +471,7 @@ def diff_cmd(task_id: str, stat: bool, from_snapshot: bool, as_json: bool, repo:
             return f"{where}{task_id}: no changes to commit"
         return where + str(d["stat"] if stat else d["patch"])
 
-    emit(doc, as_json, human)
+    emit(doc, as_json, human, paint=paint_diff, pager=True)
 
 
 @cli.command(name="review")
@@ -640,6 +691,8 @@ def index_cmd(output: str | None, everything: bool, as_json: bool, repo: str | N
 
     doc = sessions.index(_ctx(repo), output, everything=everything)
     emit(doc, as_json, lambda d: d["markdown"])
+    if doc["output"] and not as_json:  # stdout is the Markdown: where it went, on stderr
+        sys.stderr.write(f"wrote the index to {doc['output']}\n")
 
 
 # ---- launched agents ----------------------------------------------------------------------

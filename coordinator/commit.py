@@ -37,6 +37,24 @@ def _rel(ctx: Ctx, path: str) -> str:
     return check_rel_path(real.relative_to(top).as_posix(), "path")
 
 
+def _check_settings(ctx: Ctx, entries: dict[str, tuple[str, str] | None]) -> None:
+    """A `coord.toml` about to be committed must load (SPEC: `coord commit` refuses a
+    malformed one): every command reads its settings from HEAD, so a bad one committed
+    would stop them all. The check reads the bytes that would be committed."""
+    from hunkwise.shared.state import config
+
+    entry = entries.get("coord.toml")
+    if entry is None:
+        return
+    data = git.cat_blobs(ctx.repo, [entry[1]])[entry[1]]
+    try:
+        config.parse(data.decode("utf-8"), "coord.toml")
+    except UnicodeDecodeError:
+        raise UsageError("coord.toml: not UTF-8 text; nothing committed") from None
+    except UsageError as e:
+        raise UsageError(f"{e.message}; nothing committed") from None
+
+
 def commit_own(ctx: Ctx, paths: list[str], message: str) -> CommitResult:
     from hunkwise.coordinator.accept import COMMIT_LOCK_WAIT_S, reset_index_paths
 
@@ -63,6 +81,7 @@ def commit_own(ctx: Ctx, paths: list[str], message: str) -> CommitResult:
             raise CheckFailed(f"nothing to commit: {', '.join(rel)} as in HEAD")
         entries = {c.path: (None if c.status == "D" else (c.new_mode, c.new_oid))
                    for c in changes}
+        _check_settings(ctx, entries)
         tree = objects.build_tree(ctx.repo, snap.head_tree, entries)
         parents = ("-p", snap.head) if snap.head else ()
         text = message.strip() + "\n"

@@ -76,12 +76,15 @@ def freeze(ctx: Ctx, *, defer_running: bool) -> FreezeResult:
         if running and not defer_running:
             raise StateRefused("cannot freeze while tasks are in progress: " + ", ".join(running)
                                + " (wait for their reports, or use --defer-running)")
+        from hunkwise.coordinator.sessions import coordinator_session
+
         for tid in running:
             t = state.tasks[tid]
             if t.claim is not None:
                 # Tell the worker: an edit it keeps making would otherwise only show up
                 # at the end of a long verify.
-                send(state, sender=_who(), to=t.claim.session, kind=SignalType.BLOCKED_ON,
+                send(state, sender=coordinator_session(), to=t.claim.session,
+                     kind=SignalType.BLOCKED_ON,
                      about=tid, payload=f"deferred to batch {state.batch + 1} by the release "
                      f"freeze of batch {state.batch}: stop editing; worker start {tid} "
                      "after coord thaw")

@@ -25,7 +25,7 @@ def bring_back(ctx: Ctx, task_id: str, report: Any) -> list[str]:
         written = bring_in(ctx, state, task, report)
         tv = view(ctx.repo, active_tasks(state))
         sel = select(tv, task)
-        ref = f"{recovery.SNAPSHOT_REFS}/{task_id}/r{report.revision}"
+        ref = f"{recovery.SNAPSHOT_REFS}/{git.ref_component(task_id)}/r{report.revision}"
         git.run(ctx.repo, "update-ref", ref, tv.snap.tree)
         hunks, whole = recovery.record_of(sel)
         with store.transaction(ctx.lay) as st:

@@ -49,7 +49,7 @@ def request_changes(ctx: Ctx, task_id: str, note: str, *,
     n = _note(note, "changes_requested")
     again = launch.wants_relaunch(ctx, relaunch)
     with store.transaction(ctx.lay) as state:
-        task = get_task(state, task_id)
+        task = get_task(state, task_id, archive=ctx.lay)
         if task.state not in (TaskState.REPORTED, TaskState.IN_PROGRESS):
             raise StateRefused(f"{task_id} is {task.state}; changes can be requested of a "
                                "reported task")
@@ -75,7 +75,7 @@ def request_changes(ctx: Ctx, task_id: str, note: str, *,
 
 def defer(ctx: Ctx, task_id: str) -> DeferResult:
     with store.transaction(ctx.lay) as state:
-        task = get_task(state, task_id)
+        task = get_task(state, task_id, archive=ctx.lay)
         if not task.active:
             raise StateRefused(f"{task_id} is {task.state}; only active tasks can be deferred")
         task.state = TaskState.DEFERRED
@@ -110,7 +110,7 @@ def reject(ctx: Ctx, task_id: str, note: str, discard: bool) -> RejectResult:
     n = _note(note, "rejected")
     with store.locked(ctx.lay, name="commit"), store.locked(ctx.lay):
         state = store.load(ctx.lay)
-        task = get_task(state, task_id)
+        task = get_task(state, task_id, archive=ctx.lay)
         if not task.active:
             raise StateRefused(f"{task_id} is {task.state} already")
         if discard and state.freeze is not None:

@@ -52,6 +52,12 @@ if TYPE_CHECKING:
     )
 
 
+def staged_text(staged: list[str], most: int = 20) -> str:
+    """Every staged path (both sides of a staged rename are listed), up to `most`."""
+    more = f" and {len(staged) - most} more" if len(staged) > most else ""
+    return ", ".join(staged[:most]) + more
+
+
 class _Cover:
     """Which paths a task's grants cover: a set lookup for ranges, matching for globs."""
 
@@ -102,7 +108,8 @@ def validate(ctx: Ctx, state: State, task: Task, report: Report,
     if staged:
         findings.append(Finding(code="index-dirty", path=staged[0],
                                 detail=f"{len(staged)} path(s) staged in the index by someone "
-                                       "else; unstage them (git restore --staged PATH)"))
+                                       f"else: {staged_text(staged)}; unstage them (git "
+                                       "restore --staged -- PATH...)"))
     if state.freeze is not None:
         findings.append(Finding(code="frozen", detail="a release freeze is in force"))
     v = assess(ctx.repo, tv, state.tasks, task, report)
@@ -325,6 +332,11 @@ def pending(ctx: Ctx) -> list[tuple[inbox.Entry, Report]]:
             inbox.archive(e)
             continue
         report = _admit(state, e)
+        if report is not None and report.task_id not in state.tasks:
+            # No such task here (a dropped-in file, a task deleted by hand): the queue must
+            # not show what no command can act on. `coord next` says the same.
+            inbox.quarantine(e.path, f"{e.name}: report for unknown task {report.task_id}")
+            continue
         if report is not None:
             out.append((e, report))
     return out

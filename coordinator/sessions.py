@@ -163,7 +163,9 @@ def audit(ctx: Ctx, task_id: str, roles: list[str]) -> AuditResult:
 
 # ---- the Markdown view -------------------------------------------------------------------
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~])")
+# `_` inside a word never emphasises in GitHub-flavoured Markdown: it stays as written, so
+# a session grepping the index for READY_FOR_REVIEW finds it.
+_MD_SPECIAL = re.compile(r"([\\`*{}\[\]()#+!|~]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9]))")
 
 
 def md_cell(text: object) -> str:

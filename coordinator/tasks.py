@@ -9,7 +9,7 @@ from hunkwise import inbox
 from hunkwise.shared import git
 from hunkwise.shared.errors import StateRefused, UsageError
 from hunkwise.shared.hunks.diff import looks_binary
-from hunkwise.shared.hunks.ownership import find_conflicts
+from hunkwise.shared.hunks.ownership import find_conflicts, glob_matches
 from hunkwise.shared.hunks.taskview import active_tasks, sync_ranges, view
 from hunkwise.shared.state import config, store
 from hunkwise.shared.state.context import Ctx
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
         InitResult,
         StatusResult,
         StatusTask,
+        SubmoduleChange,
         TaskRow,
         UnownedChange,
     )
@@ -57,8 +58,15 @@ def _text_file(ctx: Ctx, path: str, what: str) -> bytes:
     """A committed regular text file at HEAD, for a line grant or a symbol."""
     found = git.blob_at(ctx.repo, "HEAD", path)
     if found is None:
+        same = _same_named(path, git.tracked_and_untracked(ctx.repo))
+        if same:
+            advice = (f"did you mean {same[0]}? (grants are read from the repository root"
+                      f"{_cwd_note(ctx)})")
+        else:
+            advice = (f"grants are read from the repository root{_cwd_note(ctx)}; to create "
+                      f"{path} as a new file, grant the whole path ({path}, no line range)")
         raise UsageError(f"grant {what}: {path} is not a file at HEAD; a line range needs a "
-                         "committed file (grant the path itself for a new file)")
+                         f"committed file: {advice}")
     mode, data = found
     if mode not in ("100644", "100755"):
         raise UsageError(f"grant {what}: {path} is not a regular file at HEAD")
@@ -89,6 +97,47 @@ def _resolve(ref: SymbolRef, data: bytes) -> Grant:
                       symbol=ref.name)
 
 
+def _same_named(pattern: str, files: list[str], most: int = 5) -> list[str]:
+    """Files elsewhere in the tree whose name the pattern's last part matches."""
+    import fnmatch
+
+    last = pattern.rstrip("/").rpartition("/")[2]
+    if not last or last in ("*", "**"):
+        return []
+    return [f for f in files if fnmatch.fnmatchcase(f.rpartition("/")[2], last)
+            and f != pattern][:most]
+
+
+def _cwd_note(ctx: Ctx) -> str:
+    """`, not from src/pkg/ where you are` when the command runs below the top level."""
+    import os
+
+    try:
+        here = os.path.relpath(os.path.realpath(os.getcwd()), os.path.realpath(ctx.repo))
+    except (OSError, ValueError):
+        return ""
+    if here == "." or here.startswith(".."):
+        return ""
+    return f", not from {here.replace(os.sep, '/')}/ where you are"
+
+
+def _unmatched(ctx: Ctx, grants: list[Grant], files: list[str]) -> list[str]:
+    """A glob that matches no file grants a new file where the pattern says, from the
+    root: right for a new file, a silent mistake when the file meant is elsewhere (a
+    command run in a subdirectory, say). Warn when a same-named file exists."""
+    out = []
+    for g in grants:
+        if g.kind != "glob" or any(glob_matches(g.path, f) for f in files):
+            continue
+        same = _same_named(g.path, files)
+        if same:
+            out.append(f"grant {g} matches no file (grants are read from the repository root"
+                       f"{_cwd_note(ctx)}): it grants a new {g.path}; a file of that name "
+                       f"exists at {', '.join(same)}: grant that path if you meant it "
+                       "(coord grant ID --write PATH)")
+    return out
+
+
 def _parse_grants(ctx: Ctx, writes: list[str]) -> list[Grant]:
     """`--write` values as grants: a range or point must fit a committed text file, and a
     symbol is resolved against HEAD into the lines it spans."""
@@ -108,6 +157,7 @@ def _parse_grants(ctx: Ctx, writes: list[str]) -> list[Grant]:
             else:
                 _check_range(item, data)
         grants.append(item)
+    _refuse_inside_submodules(ctx, grants)
     return grants
 
 
@@ -157,6 +207,61 @@ def read_checks(path: str) -> list[str]:
     return out
 
 
+def gitlinks(ctx: Ctx) -> list[str]:
+    """The submodules of the tree (gitlink entries of the index); none without a
+    .gitmodules, which costs no process to look for."""
+    import os
+
+    if not os.path.lexists(ctx.repo / ".gitmodules"):
+        return []
+    out = git.run(ctx.repo, "ls-files", "-z", "--stage")
+    links = []
+    for rec in out.split(b"\0"):
+        meta, _, path = rec.partition(b"\t")
+        if meta.startswith(b"160000 "):
+            links.append(os.fsdecode(path))
+    return links
+
+
+def _refuse_inside_submodules(ctx: Ctx, grants: list[Grant]) -> None:
+    """A grant inside a submodule would hold nothing: the superproject's diff sees only the
+    submodule's pointer, never the files in it, so edits there could be neither
+    attributed nor committed nor protected. The pointer itself (`sub`) may be granted."""
+    links = gitlinks(ctx)
+    for g in grants:
+        path = g.path.rstrip("/")
+        for link in links:
+            inside = path.startswith(link + "/") or (path == link and g.path != link)
+            if inside:
+                raise UsageError(
+                    f"grant {g}: {link} is a git submodule, another repository: edits inside "
+                    "it are invisible to this tree's diff, so no task can be given, shown or "
+                    f"committed them. Work in the submodule itself; grant {link} (no slash) "
+                    "for the change of its pointer (a new commit checked out in it)")
+
+
+def submodule_changes(ctx: Ctx) -> list[SubmoduleChange]:
+    """Submodules whose own tree holds changes not committed inside them: hunkwise sees
+    only their pointers, so this is all it can say about them (git status
+    --porcelain=v2: `S<commit><modified><untracked>`)."""
+    import os
+
+    links = gitlinks(ctx)
+    if not links:
+        return []
+    out = git.run(ctx.repo, "status", "--porcelain=v2", "-z", "--ignore-submodules=none",
+                  "--untracked-files=no", "--", *links)
+    found: list[SubmoduleChange] = []
+    for rec in out.split(b"\0"):
+        parts = rec.split(b" ", 8)
+        if len(parts) == 9 and parts[0] == b"1" and parts[2].startswith(b"S"):
+            sub = parts[2].decode()
+            if sub[2] == "M" or sub[3] == "U":
+                found.append({"path": os.fsdecode(parts[8]), "modified": sub[2] == "M",
+                              "untracked": sub[3] == "U"})
+    return found
+
+
 def assign(ctx: Ctx, *, task_id: str | None, title: str, expect: str, writes: list[str],
            checks: list[str], exclusive: bool, brief: str = "") -> AssignResult:
     if task_id is not None:
@@ -196,7 +301,8 @@ def assign(ctx: Ctx, *, task_id: str | None, title: str, expect: str, writes: li
         if task_id == f"task-{state.next_task:03d}":
             state.next_task += 1
     return {"task": task.public(), "held_until_thaw": frozen,
-            "warnings": _touching(grants, active_tasks(state), task_id)}
+            "warnings": _touching(grants, active_tasks(state), task_id)
+            + _unmatched(ctx, grants, files)}
 
 
 def grant(ctx: Ctx, task_id: str, writes: list[str]) -> GrantResult:
@@ -223,7 +329,8 @@ def grant(ctx: Ctx, task_id: str, writes: list[str]) -> GrantResult:
         have = {str(g) for g in task.grants}
         task.grants += [g for g in grants if str(g) not in have]
         task.updated_at = store.now()
-    return {"task": task.public(), "warnings": _touching(grants, others, task_id)}
+    return {"task": task.public(), "warnings": _touching(grants, others, task_id)
+            + _unmatched(ctx, grants, files)}
 
 
 def edit(ctx: Ctx, task_id: str, *, title: str | None = None, expect: str | None = None,
@@ -377,11 +484,15 @@ def status(ctx: Ctx, *, everything: bool = False) -> StatusResult:
         for a in tv.attribution.ambiguous]
     shown = [t for t in state.tasks.values()
              if everything or t.active or t.batch >= state.batch]
+    # Finished tasks of closed batches live in the archive (moved there at thaw): shown
+    # with --all, counted among the hidden ones without it.
+    archived_ids = {d["id"] for d in store.archived(ctx.lay, "task")
+                    if isinstance(d.get("id"), str) and d["id"] not in state.tasks}
     if everything:
-        # Finished tasks of closed batches live in the archive (moved there at thaw).
         have = {t.id for t in shown}
         old = {d["id"]: d for d in store.archived(ctx.lay, "task") if d.get("id") not in have}
         shown += [Task.model_validate(d) for d in old.values()]
+    hidden = 0 if everything else (len(state.tasks) - len(shown)) + len(archived_ids)
     rows: list[StatusTask] = []
     from hunkwise.coordinator.launch import status_of
     from hunkwise.shared.hunks.places import places
@@ -422,11 +533,14 @@ def status(ctx: Ctx, *, everything: bool = False) -> StatusResult:
         "conflicts": conflicts,
         "ambiguous": ambiguous,
         "repaired": repaired,
-        "hidden_tasks": len(state.tasks) - len(shown),
+        "hidden_tasks": hidden,
         "index_dirty": bool(staged),
         "staged": staged,
         # Settings come from HEAD's coord.toml: an uncommitted edit is not in force.
         "config_differs": config.working_copy_differs(ctx.repo),
+        "submodules": submodule_changes(ctx),
+        # Settings at HEAD that do not load stop assign, start and the rest: say so here.
+        "settings_problem": config.problem(ctx.repo),
     }
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import re
 import sys
 import time
 from typing import TYPE_CHECKING, Any, cast
@@ -82,6 +83,19 @@ def _load_seen(lay: store.Layout) -> set[str]:
 
 def _save_seen(lay: store.Layout, seen: set[str]) -> None:
     store.atomic_write(lay.root / SEEN, json.dumps(sorted(seen)[-10000:]).encode())
+
+
+# Editors' scratch files, which come and go while a file is saved: Emacs' lock (`.#x`) and
+# auto-save (`#x#`), backups (`x~`), Vim's swap files (`.x.swp`, `.x.swo`..., `.x.swx`) and the file
+# it writes to test that a directory is writable (`4913`, then 5036, 5159...).
+_SCRATCH = re.compile(r"^(\.#.*|#.*#|.*~|\..*\.s[vw][a-z]|[0-9]{4,5})$")
+
+
+def is_scratch_name(name: str) -> bool:
+    if not _SCRATCH.match(name):
+        return False
+    # Vim's probe names are 4913 + k*123; any other number may be a real file.
+    return not name.isdigit() or (int(name) >= 4913 and (int(name) - 4913) % 123 == 0)
 
 
 class Watcher:
@@ -199,10 +213,20 @@ class Watcher:
             if os.path.isdir(p):
                 continue
             rel.append(r)
+        rel = [r for r in rel if not is_scratch_name(os.path.basename(r))]
         if not rel:
             return
         ignored = set(self._ignored(rel))
         rel = [r for r in rel if r not in ignored]
+        # A file written and gone again by the rescan (sed -i's `sedXXXXXX`, an editor's
+        # save-by-rename) changed nothing in the tree: not an event. A tracked file that
+        # is gone is a deletion, and stays one.
+        gone = [r for r in rel if not os.path.lexists(os.path.join(root, r))]
+        if gone:
+            tracked = set(self._tracked(gone))
+            rel = [r for r in rel if r not in gone or r in tracked]
+        if not rel:
+            return
         state = store.load(self.lay)
         active = [t for t in state.tasks.values() if t.active]
         for r in sorted(set(rel)):
@@ -214,6 +238,10 @@ class Watcher:
                         for t in active for g in t.grants)
             if not owned:
                 self._event("write-outside-grants", r)
+
+    def _tracked(self, rel: list[str]) -> list[str]:
+        rc, out = git.run_rc(self.ctx.repo, "ls-files", "-z", "--", *rel)
+        return [os.fsdecode(x) for x in out.split(b"\0") if x] if rc == 0 else []
 
     def _ignored(self, rel: list[str]) -> list[str]:
         rc, out = git.run_rc(self.ctx.repo, "check-ignore", "-z", "--stdin",
@@ -260,8 +288,10 @@ class Watcher:
             while deadline is None or time.monotonic() < deadline:
                 now = time.monotonic()
                 if now >= next_scan:
-                    self.scan_inbox()  # the periodic rescan: catches what the observer dropped
+                    # The state first: on a first watch its history (old thaws, verifies)
+                    # is taken as known before a report's notice creates the outbox.
                     self.scan_state(periodic=True)
+                    self.scan_inbox()  # the periodic rescan: catches what the observer dropped
                     next_scan = now + interval
                 else:
                     self.deliver()  # retries whose backoff ended

@@ -34,7 +34,7 @@ def land(ctx: Ctx, task_id: str, ref: str, tree: str, staged: maildir.Staged) ->
     """What follows the state's record of a report: its snapshot ref (and the task's
     unreported records dropped) in one ref transaction, then the report into `new/`."""
     try:
-        old = git.list_refs(ctx.repo, f"{WIP_REFS}/{task_id}/")
+        old = git.list_refs(ctx.repo, f"{WIP_REFS}/{git.ref_component(task_id)}/")
         moves = f"update {ref} {tree}\n" + "".join(f"delete {r}\n" for r in old)
         git.run(ctx.repo, "update-ref", "--stdin", input=moves.encode())
     finally:

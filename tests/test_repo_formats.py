@@ -192,6 +192,9 @@ def test_a_tree_that_keeps_changing_is_refused_with_exit_3(make_repo: MakeRepo, 
                                                            worker: Cli,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     repo = make_repo({"f.txt": numbered(5), "big.txt": FULL})
+    # big.txt is a task's: its reads must agree (a file under no grant that never stops
+    # changing is taken as read instead: tests/test_newcomer_wedges.py).
+    ok(coord(repo, "assign", "B", "--title", "B", "--expect", "e", "--write", "big.txt"))
     start(coord, worker, repo, "A", "f.txt")
     write(repo, "f.txt", numbered(5).replace("line 1", "one"))
     _rewrite_around_reads(monkeypatch, repo / "big.txt", torn_reads=1000)

@@ -6,7 +6,15 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import click
-from hunkwise.shared.cli import common, exit_process, run, sync_command, version_option
+from hunkwise.shared.cli import (
+    WorkflowGroup,
+    common,
+    exit_process,
+    group_options,
+    run,
+    sync_command,
+    version_option,
+)
 from hunkwise.shared.errors import CoordError
 from hunkwise.shared.output import emit
 
@@ -15,6 +23,7 @@ if TYPE_CHECKING:
         CheckRunResult,
         DeliverResult,
         GuardKnows,
+        HeartbeatResult,
         SessionResult,
         StartResult,
     )
@@ -28,7 +37,28 @@ def _session_opt(f: Callable[..., Any]) -> Callable[..., Any]:
 def _ctx(repo: str | None):  # type: ignore[no-untyped-def]
     from hunkwise.shared.state.context import open_repo
 
-    return open_repo(repo)
+    ctx = open_repo(repo)
+    _warn_staged(ctx)
+    return ctx
+
+
+def _warn_staged(ctx) -> None:  # type: ignore[no-untyped-def]
+    """Workers never stage: a `git add` is named at the worker's own next command, every
+    path of it, instead of surfacing later as a refusal of some other task's accept."""
+    from hunkwise.shared import git
+
+    try:
+        staged = git.index_dirty(ctx.repo)
+    except CoordError:
+        return  # no HEAD yet, or an unreadable index: the command itself will say
+    if staged:
+        more = f" and {len(staged) - 20} more" if len(staged) > 20 else ""
+        import sys
+
+        sys.stderr.write(f"warning: staged in the index: {', '.join(staged[:20])}{more}. Workers "
+                         "never stage (the coordinator's accept commits for you), and nothing "
+                         "can be accepted while the index differs from HEAD: unstage with git "
+                         "restore --staged -- PATH...\n")
 
 
 def _autosync(ctx, fetching: bool = True) -> None:  # type: ignore[no-untyped-def]
@@ -38,9 +68,30 @@ def _autosync(ctx, fetching: bool = True) -> None:  # type: ignore[no-untyped-de
     sync.warn(sync.auto(ctx, fetching=fetching))
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class WorkerGroup(WorkflowGroup):
+    sections = (
+        ("work on a task", ("start", "heartbeat", "check", "checkpoint", "done", "blocked",
+                            "failed")),
+        ("sessions: hand over, signal, ask", ("handoff", "signal", "signals", "ask", "review")),
+        ("machines", ("sync",)),
+    )
+
+
+_EXAMPLES = """\
+Start here (the coordinator gave you a task id):
+  worker start task-001          # claim it, read the brief; export COORD_SESSION as printed
+  worker heartbeat task-001      # while you work (any worker command is one)
+  worker done task-001 --summary "what changed"   # runs the checks, delivers the report
+
+Edit only your grants; never stage or commit. --repo PATH is also accepted before the
+command name. Shell completion: eval "$(_WORKER_COMPLETE=bash_source worker)"."""
+
+
+@click.group(cls=WorkerGroup, context_settings={"help_option_names": ["-h", "--help"]},
+             epilog=_EXAMPLES)
 @version_option
-def cli() -> None:
+@group_options
+def cli(repo: str | None) -> None:
     """Work on one task of a shared git working tree; never stage or commit."""
 
 
@@ -230,10 +281,16 @@ def heartbeat(task_id: str, session: str | None, as_json: bool, repo: str | None
     from hunkwise.worker import session as core
 
     doc = core.heartbeat(_ctx(repo), task_id, session=session)
-    emit(doc, as_json, lambda d: f"{task_id}: heartbeat at {d['heartbeat']} (ttl {d['ttl_s']}s)"
-         + "".join(f"\nsignal {c['id']} TASK_CHANGED: the coordinator changed the task "
-                   f"({c['payload']}): worker start {task_id} shows it anew; worker signals "
-                   "--ack clears it" for c in d.get("changed", [])))
+    def human(d: HeartbeatResult) -> str:
+        if "deferred" in d:
+            return (f"{task_id}: deferred to batch {d['deferred']['batch']} by the release "
+                    f"freeze; {d['deferred']['next']}")
+        return (f"{task_id}: heartbeat at {d['heartbeat']} (ttl {d['ttl_s']}s)"
+                + "".join(f"\nsignal {c['id']} TASK_CHANGED: the coordinator changed the task "
+                          f"({c['payload']}): worker start {task_id} shows it anew; worker "
+                          "signals --ack clears it" for c in d.get("changed", [])))
+
+    emit(doc, as_json, human)
 
 
 @cli.command()

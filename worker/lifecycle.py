@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from hunkwise import inbox
 from hunkwise.shared.errors import CheckFailed, StateRefused, UsageError
+from hunkwise.shared.git import ref_component
 from hunkwise.shared.hunks.snapshot import Snapshot
 from hunkwise.shared.hunks.taskview import (
     active_tasks,
@@ -364,6 +365,17 @@ def _report(ctx: Ctx, task_id: str, *, status: ReportStatus, session: str | None
         checks = _checked(task_id, status,
                           task_checks(ctx, tv, task_id, task.checks, sel.changes, "isolated"))
     entries = task_entries(ctx.repo, tv, task, sel)
+    if not entries and status == "done":
+        # A "done" with nothing in it would validate, then dead-end at accept: refused
+        # here, where the worker can still act on it (docs/newcomer.md).
+        raise CheckFailed(f"{task_id}: no changes in your grants ({', '.join(map(str, task.grants))}) "
+                          "to deliver: edit them first, or report why there is nothing to do "
+                          f"(worker blocked {task_id} --reason R, or worker failed {task_id} "
+                          "--reason R); nothing was delivered")
+    # Told before delivering: what it changed in its files that this report will not carry.
+    from hunkwise.worker import neighbours
+
+    outside = neighbours.outside_grants(tv, task, list(state.tasks.values()))
     overlaps = [Overlap(path=report_path(ch.path), task_id=",".join(t for t in tids if t != task_id) or None,
                         note="a change here straddles grants" + (f" (line {h.old_start})" if h else ""))
                 for ch, h, tids in tv.attribution.conflicts if task_id in tids]
@@ -381,7 +393,7 @@ def _report(ctx: Ctx, task_id: str, *, status: ReportStatus, session: str | None
     # The revision this report takes: the state hands it out only if no other delivery
     # took it meanwhile (checked under the lock below).
     revision = task.revision + 1
-    ref = f"{recovery.SNAPSHOT_REFS}/{task_id}/r{revision}"
+    ref = f"{recovery.SNAPSHOT_REFS}/{ref_component(task_id)}/r{revision}"
     report = WorkReport(
         schema_version=1, task_id=task_id, status=status,
         session=sess, created_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds"),
@@ -438,12 +450,17 @@ def _report(ctx: Ctx, task_id: str, *, status: ReportStatus, session: str | None
     recovery.kill_point("worker-delivered")
     from hunkwise.shared.hunks.places import claimed_files
 
-    return {"task": task.public(), "report": {"id": report.report_id, "revision": report.revision,
-            "status": status, "file": str(path), "changes": len(entries),
-            "hunks": sum(len(e.hunks) for e in entries),
+    result: DeliverResult = {
+        "task": task.public(), "report": {
+            "id": report.report_id, "revision": report.revision, "status": status,
+            "file": str(path), "changes": len(entries), "hunks": sum(len(e.hunks) for e in entries),
             "checks_passed": sum(1 for c in checks if c.passed), "checks_total": len(checks),
             "overlaps": [o.public() for o in overlaps]},
-            "claimed": claimed_files(entries)}
+        "claimed": claimed_files(entries),
+        "outside_grants": outside}
+    if outside:
+        result["warnings"] = [neighbours.warning(task_id, outside)]
+    return result
 
 
 def _checked(task_id: str, status: str, check: TaskCheck) -> list[CheckResult]:

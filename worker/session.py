@@ -112,6 +112,15 @@ def _holder_session(task: Task, session: str | None) -> str:
     return s
 
 
+def _deferred_from(task: Task, session: str | None) -> str | None:
+    """The session whose claim a release freeze took when it deferred `task` (the caller's,
+    or the task's last session when the caller names none), else None."""
+    if task.state != TaskState.DEFERRED or task.claim is not None or task.session is None:
+        return None
+    s = session or env_session() or task.session
+    return s if s == task.session else None
+
+
 def touch(state: State, session: str) -> None:
     """Every worker command is a heartbeat for the claims its session holds. Only a
     started session is recorded: naming one on a command line does not start it."""
@@ -128,6 +137,15 @@ def heartbeat(ctx: Ctx, task_id: str, *, session: str | None) -> HeartbeatResult
         task = get_task(state, task_id)
         # Heartbeats, checkpoints, questions and signals change no code: a freeze allows
         # them (a long verify must not let every claim go stale).
+        deferred = _deferred_from(task, session)
+        if deferred is not None:
+            # A release freeze deferred the task and took the claim: its worker is told
+            # what happened and what to do, not that nobody holds the task.
+            now = store.now()
+            state.sessions[deferred] = now
+            return {"task": task_id, "session": deferred, "heartbeat": iso(now), "ttl_s": 0,
+                    "deferred": {"batch": task.batch,
+                                 "next": f"stop editing; worker start {task_id} after coord thaw"}}
         s = _holder_session(task, session)
         now = store.now()
         assert task.claim is not None
@@ -179,7 +197,7 @@ def _where_it_stands(ctx: Ctx, task_id: str, session: str | None,
     tv = view(ctx.repo, active_tasks(state))
     files = sorted({c.path for c in tv.task_changes(task_id)})
     # The task's own changes travel with the checkpoint or handoff (shared/machines/handover.py).
-    saved = record_edits(ctx.repo, tv, task, kind="handoff", ref=f"{HANDOFF_REFS}/{task_id}")
+    saved = record_edits(ctx.repo, tv, task, kind="handoff", ref=f"{HANDOFF_REFS}/{git.ref_component(task_id)}")
     return s, files, commits_since(ctx, task.claim.opened if task.claim else 0), saved
 
 
@@ -359,11 +377,13 @@ def _may_judge(ctx: Ctx, state: State, task: Task, s: str, role: str) -> None:
 
 
 def ask(ctx: Ctx, task_id: str, *, session: str | None, question: str, kind: str) -> AskResult:
-    s = _need_session(session)
     if not question.strip():
         raise UsageError("--question must ask something")
     with store.transaction(ctx.lay) as state:
-        get_task(state, task_id)
+        task = get_task(state, task_id)
+        # As the other commands of a task do: the task's claim names the session.
+        s = _need_session(session or env_session()
+                          or (task.claim.session if task.claim else None))
         touch(state, s)
         day = dt.datetime.now().strftime("%Y%m%d")
         dec = Decision(id=state.next_id("dec", day), task=task_id, session=s, question=question,

@@ -211,6 +211,14 @@ def resolve(repo: Path, name: str) -> Sha:
         Sha(run(repo, "rev-parse", name).decode().strip())
 
 
+def ref_component(name: str) -> str:
+    """A task id as one component of a ref name. git refuses a component that ends in
+    `.lock` (git-check-ref-format(1)); such an id gets a `+`, a character no task id holds,
+    so the names of two tasks never meet. Every refs/hunkwise/ name built from a task id
+    goes through here."""
+    return name + "+" if name.endswith(".lock") else name
+
+
 def list_refs(repo: Path, *prefixes: str) -> dict[str, str]:
     """{ref: object id} of the refs under `prefixes`, with one `for-each-ref`."""
     out = run(repo, "for-each-ref", "--format=%(refname) %(objectname)", *prefixes)

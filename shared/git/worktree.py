@@ -105,6 +105,66 @@ def _contents(repo: Path, entries: Mapping[str, tuple[str, str]]) -> dict[str, b
     return out
 
 
+def _lines(data: bytes) -> list[bytes]:
+    """Lines with their endings, split on `\n` as git does."""
+    out = data.split(b"\n")
+    tail = out.pop()
+    return [x + b"\n" for x in out] + ([tail] if tail else [])
+
+
+def _same_line(raw: bytes, clean: bytes) -> bool:
+    """Is `raw` what `clean` is in the working tree, up to its line ending (CRLF for LF)?"""
+    return raw == clean or (clean.endswith(b"\n") and raw == clean[:-1] + b"\r\n")
+
+
+def _keep_unchanged_lines(repo: Path, path: str, was: str, oid: str, smudged: bytes) -> bytes:
+    """The bytes to write for `path` (now holding blob `was` through the clean filters,
+    to hold blob `oid`): the lines the change leaves alone keep the bytes they have on disk;
+    only the changed lines take what a checkout writes (`smudged`).
+
+    A checkout's eol conversion (core.autocrlf, `eol` attributes) applies to the whole
+    file: writing it whole would turn another task's LF line into CRLF. Where the file on
+    disk and its clean form do not correspond line for line (another filter), the whole
+    checkout form is written, as before.
+    """
+    blobs = git.cat_blobs(repo, [was, oid])
+    cur_clean, new_clean = blobs[was], blobs[oid]
+    try:
+        cur_raw = (repo / path).read_bytes()
+    except OSError:
+        return smudged
+    if cur_raw == cur_clean and smudged == new_clean:
+        return smudged  # no filter at work: nothing to keep
+    cr, cc = _lines(cur_raw), _lines(cur_clean)
+    ns, nc = _lines(smudged), _lines(new_clean)
+    if len(cr) != len(cc) or len(ns) != len(nc) or not all(map(_same_line, cr, cc)) \
+            or not all(map(_same_line, ns, nc)):
+        return smudged
+    out: list[bytes] = []
+    at = 0  # lines of the old file copied or skipped so far
+    for old_start, old_len, new_start, new_len in _hunk_spans(repo, was, oid):
+        keep_to = old_start if old_len == 0 else old_start - 1
+        out += cr[at:keep_to]
+        first_new = new_start if new_len == 0 else new_start - 1
+        out += ns[first_new:first_new + new_len]
+        at = keep_to + old_len
+    out += cr[at:]
+    return b"".join(out)
+
+
+def _hunk_spans(repo: Path, old: str, new: str) -> list[tuple[int, int, int, int]]:
+    """(old start, old count, new start, new count) of each hunk between two blobs."""
+    import re
+
+    out = git.run(repo, "diff", "-U0", "--no-color", "--no-ext-diff", "--no-textconv", old, new,
+                  ok_codes=(0, 1))
+    spans = []
+    for m in re.finditer(rb"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@", out, re.M):
+        spans.append((int(m[1]), int(m[2] if m[2] is not None else 1),
+                      int(m[3]), int(m[4] if m[4] is not None else 1)))
+    return spans
+
+
 @dataclass
 class _Done:
     path: str
@@ -185,6 +245,10 @@ def write_entries(repo: Path, entries: Mapping[str, tuple[str, str] | None],
             raise StateRefused(f"{p} is a directory in the working tree; nothing was written")
     present = {p: e for p, e in entries.items() if e is not None}
     data = _contents(repo, present)
+    for path, (mode, oid) in present.items():
+        was = want.get(path)
+        if mode in ("100644", "100755") and was is not None and keys.get(path) is not None:
+            data[path] = _keep_unchanged_lines(repo, path, was, oid, data[path])
     token = os.urandom(6).hex()
     made_dirs: list[Path] = []
     temps: dict[str, Path] = {}

@@ -106,7 +106,7 @@ def serial_matches(patterns: Sequence[str], path: str) -> bool:
 
 def _literal_prefix(pattern: str) -> str:
     p = pattern.lstrip("/")
-    m = _WILD.search(p)
+    m = re.search(r"[*?\[\\]", p)  # a backslash escapes what follows (`note\ `): not literal
     return p[: m.start()] if m else p
 
 

@@ -29,7 +29,8 @@ SNAPSHOT_TRIES = 5
 SETTLE_S = 0.005  # how long a changed file's stat data must hold for a second read
 
 
-def take(repo: Path, *, patch: bool = False) -> Snapshot:
+def take(repo: Path, *, patch: bool = False,
+         steady: Callable[[str], bool] | None = None) -> Snapshot:
     """Write the whole working tree (tracked and untracked, not ignored) as a tree object.
 
     Works through a scratch index of its own, so clean filters apply, stat data speeds up
@@ -43,11 +44,16 @@ def take(repo: Path, *, patch: bool = False) -> Snapshot:
 
     With `patch`, the diff that checks the re-read also reads the -U0 patch of HEAD ->
     snapshot (for `diff.diff_trees`, which the caller is about to ask for): one git process.
+
+    With `steady`, when no read of the whole tree settles, one in which the paths `steady`
+    accepts read the same twice is taken: a file no task may commit (a log a check or a
+    server keeps writing) cannot keep every snapshot from settling. Every read is still
+    tried whole first, so a file caught once mid-write is read again.
     """
     gd = git.git_dir(repo)
     head, htree = git.head_and_tree(repo)
     with _kept_index(repo, gd, htree) as (env, verified):
-        tree = _settled_tree(repo, env, htree, patch, verified)
+        tree = _settled_tree(repo, env, htree, patch, verified, steady)
         if verified is not None:
             verified[0] = tree
     return Snapshot(tree=tree, head=head, head_tree=htree)
@@ -138,7 +144,8 @@ def _try_lock(path: Path) -> Callable[[], None] | None:
 
 
 def _settled_tree(repo: Path, env: dict[str, str], base: str, patch: bool,
-                  verified: list[str] | None = None) -> Sha:
+                  verified: list[str] | None = None,
+                  steady: Callable[[str], bool] | None = None) -> Sha:
     """`add -A` + `write-tree`, read again until the two reads agree.
 
     The second read covers what differs from HEAD (a torn read shows up there: an empty or
@@ -152,6 +159,7 @@ def _settled_tree(repo: Path, env: dict[str, str], base: str, patch: bool,
     from hunkwise.shared.errors import GitError, StateRefused
 
     errors: list[GitError] = []
+    settled: Sha | None = None
     for attempt in range(SNAPSHOT_TRIES):
         if attempt:
             time.sleep(0.01 * 3 ** min(attempt - 1, 3))  # let a writer caught mid-write finish
@@ -177,6 +185,12 @@ def _settled_tree(repo: Path, env: dict[str, str], base: str, patch: bool,
             return tree
         if _reread_agrees(repo, base, tree, patch):
             return tree
+        if steady is not None and _reread_agrees(repo, base, tree, patch, steady):
+            settled = tree  # only files no task may commit disagree: kept as a last resort
+    if settled is not None:
+        # Every read disagreed, but only on files under no grant (a log that a check or a
+        # server keeps writing): waiting would never end, and nothing of a task is torn.
+        return settled
     if len(errors) == SNAPSHOT_TRIES and errors[0].returncode > 0 and \
             len({(e.returncode, e.stderr) for e in errors}) == 1:
         raise errors[-1]  # the same failure every time: a real problem, not a race
@@ -192,12 +206,15 @@ def _stat_key(path: str) -> tuple[int, ...] | None:
     return st.st_ino, st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
 
-def _reread_agrees(repo: Path, base: str, tree: str, patch: bool = False) -> bool:
-    """Do the paths that differ between `base` and `tree` still hold what `tree` says,
-    read again while their stat data stays the same?"""
+def _reread_agrees(repo: Path, base: str, tree: str, patch: bool = False,
+                   steady: Callable[[str], bool] | None = None) -> bool:
+    """Do the paths that differ between `base` and `tree` (those `steady` accepts) still
+    hold what `tree` says, read again while their stat data stays the same?"""
     import time
 
     changes = parse_raw((raw_and_patch if patch else raw_diff)(repo, base, tree))
+    if steady is not None:
+        changes = [c for c in changes if steady(c.path)]
     full = {c.path: os.path.join(repo, c.path) for c in changes}
     fmt = git.object_format(repo)
     since = time.monotonic()

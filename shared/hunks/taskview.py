@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -57,7 +57,9 @@ class TreeView:
 
 def view(repo: Path, tasks: Sequence[Task], snap: snapshot.Snapshot | None = None) -> TreeView:
     """The working tree's changes attributed to `tasks` (of `snap`, or of a new snapshot)."""
-    snap = snapshot.take(repo, patch=True) if snap is None else snap
+    # Only files some task may commit must read the same twice: a log under no grant
+    # that a check keeps writing must not keep `worker done` from settling (ever).
+    snap = snapshot.take(repo, patch=True, steady=_granted(tasks)) if snap is None else snap
     changes = diff.diff_trees(repo, snap.head_tree, snap.tree)
     ranged = {g.path for t in tasks if t.active for g in t.grants if g.kind != "glob"}
     todo = [c for c in changes if c.path in ranged and c.splittable and c.hunks]
@@ -82,6 +84,14 @@ def _evidence(repo: Path, tasks: Sequence[Task]) -> dict[str, Evidence]:
             if s:
                 task_of[s] = t.id
     return provenance.evidence(provenance.root_of(repo), task_of)
+
+
+def _granted(tasks: Sequence[Task]) -> Callable[[str], bool]:
+    from hunkwise.shared.hunks.ownership import glob_matches
+
+    ranged = {g.path for t in tasks if t.active for g in t.grants if g.kind == "range"}
+    globs = [g.path for t in tasks if t.active for g in t.grants if g.kind == "glob"]
+    return lambda path: path in ranged or any(glob_matches(p, path) for p in globs)
 
 
 @dataclass

@@ -430,9 +430,9 @@ def apply_works(ctx: Any, machine: str, works: list[tuple[str, bytes, Any, str, 
                 continue
             path = inbox.deliver(ctx.lay.inbox, data, task.id, report.revision)
             git.run(ctx.repo, "update-ref",
-                    f"refs/hunkwise/snapshots/{task.id}/r{report.revision}", snapshot)
+                    f"refs/hunkwise/snapshots/{git.ref_component(task.id)}/r{report.revision}", snapshot)
             git.run(ctx.repo, "update-ref",
-                    f"refs/hunkwise/snapshots/{task.id}/r{report.revision}-base", base)
+                    f"refs/hunkwise/snapshots/{git.ref_component(task.id)}/r{report.revision}-base", base)
             task.revision = report.revision
             task.state = TaskState.REPORTED
             task.last_report = path.name

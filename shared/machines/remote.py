@@ -49,6 +49,7 @@ from hunkwise.shared.state.models import (
     Task,
     TaskState,
     WorkReport,
+    check_task,
 )
 from hunkwise.shared.state.schema import Record
 from hunkwise.shared.state.signals import addressed_to, close_about
@@ -271,6 +272,10 @@ def _parse_table(data: bytes, machine: str) -> Table:
         t = _parse(dump_json(raw), Task, "tasks.json")
         if not TASK_ID_RE.fullmatch(t.id) or ".." in t.id:
             raise UsageError(f"tasks.json: malformed task id {t.id!r}")
+        try:
+            check_task(t)  # what the local state would refuse at its next load
+        except UsageError as e:
+            raise UsageError(f"tasks.json: {e.message}") from None
         tasks.append(t)
     return Table(ranges_at=ranges_at, tasks=tasks)
 
@@ -316,12 +321,23 @@ def _apply_locked(ctx: Ctx, machine: str, signals: list[Signal],
     with store.transaction(ctx.lay) as state:
         mir = mirror(ctx)
         if table is not None:
+            # A machine may publish only the tasks it coordinates: never one this machine
+            # coordinates (active, or finished and archived at a thaw), never one first
+            # mirrored from a third machine. Such an entry is quarantined with the reason.
+            archived = {d.get("id") for d in store.archived(ctx.lay, "task")}
             for t in table.tasks:
                 owner = mir["tasks"].get(t.id)
-                if t.id in state.tasks and owner is None:
-                    continue  # this machine's own task: never replaced by a remote's copy
+                if owner is None and (t.id in state.tasks or t.id in archived):
+                    # This machine's own task: never replaced by a remote's copy.
+                    refused.append((f"tasks.json/{t.id}", dump_json(t.model_dump(mode="json")),
+                                    f"{machine} published {t.id}, which {machine_name()} "
+                                    "coordinates; its copy is ignored"))
+                    continue
                 if owner not in (None, machine):
-                    continue  # mirrored from another coordinator first
+                    refused.append((f"tasks.json/{t.id}", dump_json(t.model_dump(mode="json")),
+                                    f"{machine} published {t.id}, which {owner} coordinates; "
+                                    "its copy is ignored"))
+                    continue
                 local = state.tasks.get(t.id)
                 if local is not None and _ahead(local, t, machine_name()):
                     # Started or reported here and not yet answered: this machine's claim
@@ -353,7 +369,7 @@ def _apply_locked(ctx: Ctx, machine: str, signals: list[Signal],
                 state.checkpoints[key] = cp
                 applied.checkpoints.append(key)
                 if cp.saved is not None:  # keep its edits here until it is taken
-                    refs.append((f"refs/hunkwise/remote-edits/{machine}/{cp.task}",
+                    refs.append((f"refs/hunkwise/remote-edits/{machine}/{git.ref_component(cp.task)}",
                                  cp.saved.tree))
         for name, data, report in verdicts:
             task = state.tasks.get(report.task_id)

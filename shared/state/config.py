@@ -188,7 +188,33 @@ def parse(text: str, where: str = "coord.toml") -> Config:
         loc = ".".join(str(p) for p in e.loc)
         line = _line_of(text, e.loc)
         at = f" (line {line})" if line else ""
+        if e.msg == "unknown field":
+            *parents, name = [str(p) for p in e.loc]
+            what = (f"unknown key {name!r} in [{'.'.join(parents)}]" if parents
+                    else f"unknown section [{name}]")
+            raise UsageError(f"{where}: {what}{at}{_did_you_mean(e)}") from None
         raise UsageError(f"{where}: [{loc}] {e.msg}{at}") from None
+
+
+def _did_you_mean(e: RecordError) -> str:
+    """`; did you mean commands?` for an unknown key or section close to a known one."""
+    import difflib
+    import typing
+
+    model: type[_Section] = Config
+    *parents, name = [str(p) for p in e.loc] or [""]
+    for p in parents:
+        hint = typing.get_type_hints(model).get(p)
+        if not (isinstance(hint, type) and issubclass(hint, _Section)):
+            return ""
+        model = hint
+    known = [n for n in typing.get_type_hints(model) if not n.startswith("_")]
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    what = "section" if model is Config else "key"
+    scope = f" of [{'.'.join(parents)}]" if parents else ""
+    if close:
+        return f"; did you mean {close[0]}?"
+    return f"; known {what}s{scope}: {', '.join(sorted(known))}"
 
 
 def load_at(repo: Path, commit: str) -> Config:
@@ -205,7 +231,24 @@ def load_at(repo: Path, commit: str) -> Config:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise UsageError(f"{where}: not UTF-8 text") from None
-    return parse(text, where)
+    try:
+        return parse(text, where)
+    except UsageError as e:
+        if commit != "HEAD":
+            raise
+        # Every command that needs a setting stops here until the file is fixed: say how.
+        raise UsageError(f"{e.message}; every command reads the settings from HEAD: fix "
+                         "coord.toml, then coord commit coord.toml -m MSG") from None
+
+
+def problem(repo: Path) -> str | None:
+    """Why the settings at HEAD do not load (None when they do): for `coord status`, which
+    reads no setting itself and must still say that every other command will stop."""
+    try:
+        load(repo)
+    except UsageError as e:
+        return e.message
+    return None
 
 
 def load(repo: Path) -> Config:

@@ -45,19 +45,34 @@ def refuse_if_frozen(state: State, what: str) -> None:
                            f"{iso(fz.at)} by {fz.by}; wait for coord thaw")
 
 
-def get_task(state: State, task_id: str, lay: store.Layout | None = None) -> Task:
+def get_task(state: State, task_id: str, lay: store.Layout | None = None, *,
+             archive: store.Layout | None = None) -> Task:
     """The task; with `lay`, a finished task moved to the archive at a thaw is brought
-    back into `state` (a revert of an earlier batch's task needs it)."""
+    back into `state` (a revert of an earlier batch's task needs it). With `archive`, such
+    a task is named as what it is (finished in an earlier batch, which commit) instead of
+    being called unknown: refused (3), as a task in the wrong state is."""
     check_task_id(task_id)
     task = state.tasks.get(task_id)
-    if task is None and lay is not None:
-        found = [d for d in store.archived(lay, "task") if d.get("id") == task_id]
+    where = lay if lay is not None else archive
+    if task is None and where is not None:
+        found = [d for d in store.archived(where, "task") if d.get("id") == task_id]
         if found:
             task = Task.model_validate(found[-1])
+            if lay is None:
+                raise StateRefused(archived_text(task))
             state.tasks[task_id] = task
     if task is None:
         raise UsageError(f"unknown task {task_id!r} (coord status --all lists the tasks)")
     return task
+
+
+def archived_text(task: Task) -> str:
+    """What a task finished in an earlier batch was, for a command that asks about it."""
+    what = f"{task.id} was {task.state} in batch {task.batch}"
+    if task.commit:
+        what += f" (commit {task.commit[:12]})"
+    return (f"{what} and is archived since that batch's thaw; nothing left to do "
+            "(coord status --all lists it)")
 
 
 def hostname() -> str:

@@ -295,6 +295,14 @@ class ContestedChange(TypedDict):
     lines: str | None
 
 
+class SubmoduleChange(TypedDict):
+    """A submodule holding changes not committed inside it (`coord status`)."""
+
+    path: str
+    modified: bool
+    untracked: bool
+
+
 class StatusResult(TypedDict):
     """`coord status`."""
 
@@ -316,6 +324,8 @@ class StatusResult(TypedDict):
     index_dirty: bool
     staged: list[str]
     config_differs: bool
+    settings_problem: NotRequired[str | None]
+    submodules: NotRequired[list[SubmoduleChange]]
 
 
 class BriefClaim(TypedDict):
@@ -1018,6 +1028,16 @@ class DeliveredReport(TypedDict):
     overlaps: list[OverlapDoc]
 
 
+class OutsideChange(TypedDict):
+    """A change in a file the task holds or touches that is not the task's (`worker done`):
+    another task's (`task_id`) or under no grant (`task_id` null)."""
+
+    path: str
+    lines: str
+    task_id: str | None
+    note: str
+
+
 class DeliverResult(TypedDict):
     """`worker done`, `worker blocked`, `worker failed`."""
 
@@ -1025,6 +1045,15 @@ class DeliverResult(TypedDict):
     report: DeliveredReport
     # The lines it claimed, per file, in the working tree's lines (and HEAD's).
     claimed: NotRequired[list[ClaimedFile]]
+    outside_grants: NotRequired[list[OutsideChange]]
+    warnings: NotRequired[list[str]]
+
+
+class DeferredNote(TypedDict):
+    """A heartbeat of a task a release freeze deferred: where it went, what to do."""
+
+    batch: int
+    next: str
 
 
 class HeartbeatResult(Recorded):
@@ -1036,6 +1065,7 @@ class HeartbeatResult(Recorded):
     ttl_s: int
     # The coordinator changed the task since the worker last looked (`coord edit`).
     changed: NotRequired[list[SignalDoc]]
+    deferred: NotRequired[DeferredNote]
 
 
 class CheckpointResult(Recorded):

@@ -218,7 +218,25 @@ def parse_grant(text: str) -> Grant:
     check_rel_path(pattern.rstrip("/") or pattern, "grant")
     if pattern.startswith("!"):
         raise UsageError(f"grant {text!r}: negated patterns are not grants")
+    # gitignore drops a pattern's trailing spaces unless they are escaped: a grant names
+    # what it says, so `note ` (a file whose name ends in a space) is kept as `note\ `.
+    stripped = pattern.rstrip(" ")
+    if stripped != pattern:
+        pattern = stripped + "\\ " * (len(pattern) - len(stripped))
     return GlobGrant(kind="glob", path=pattern)
+
+
+def check_task(task: Task, key: str | None = None) -> None:
+    """What a task read back from a file must hold beyond its schema (a hand-edited state,
+    another machine's table): its id well-formed and the one it is filed under, every grant
+    a path inside the repository, every range a range."""
+    check_task_id(task.id)
+    if key is not None and key != task.id:
+        raise UsageError(f"task filed as {key!r} has the id {task.id!r}")
+    for g in task.grants:
+        check_rel_path(g.path.rstrip("/") or g.path, f"{task.id}'s grant", strict=False)
+        if g.kind == "range" and not 1 <= g.start <= g.end:
+            raise UsageError(f"{task.id}'s grant {g}: not a range of lines")
 
 
 class Claim(Strict):

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from hunkwise.shared import git
 from hunkwise.shared.errors import StateRefused, UsageError
-from hunkwise.shared.state.models import STATE_VERSION, State
+from hunkwise.shared.state.models import STATE_VERSION, State, check_task
 from hunkwise.shared.state.schema import Record, RecordError
 
 if TYPE_CHECKING:
@@ -163,6 +163,9 @@ def _load(lay: Layout, reuse: State | None = None) -> tuple[State, bytes]:
         data = lay.state_file.read_bytes()
     except FileNotFoundError:
         return State(), b""
+    except OSError as e:  # a directory, no permission...
+        raise UsageError(f"{lay.state_file}: cannot read the state ({e.strerror or e}); "
+                         "restore it from a backup or move it aside") from None
     seen = _SEEN.get(lay.state_file)
     if reuse is not None and seen is not None and seen[1] is reuse and seen[0] == data:
         return reuse, data
@@ -196,7 +199,7 @@ def _parse_state(lay: Layout, data: bytes) -> State:
         while isinstance(version, int) and version < STATE_VERSION:
             doc = MIGRATIONS[version](doc)
             version += 1
-        return State.model_validate(doc)
+        state = State.model_validate(doc)
     except RecordError as e:
         raise UsageError(f"{lay.state_file}: state is unreadable ({e.message}); "
                          "restore it from a backup or move it aside") from None
@@ -205,6 +208,14 @@ def _parse_state(lay: Layout, data: bytes) -> State:
     except ValueError as e:
         raise UsageError(f"{lay.state_file}: state is unreadable ({str(e).splitlines()[0]}); "
                          "restore it from a backup or move it aside") from None
+    # Beyond the schema: what a hand edit can break and no command would write.
+    try:
+        for key, task in state.tasks.items():
+            check_task(task, key)
+    except UsageError as e:
+        raise UsageError(f"{lay.state_file}: state refused: {e.message}; restore it from a "
+                         "backup or move it aside") from None
+    return state
 
 
 ARCHIVE = "archive.jsonl"

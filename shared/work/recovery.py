@@ -338,7 +338,7 @@ def record_wip(ctx: Any, state: State, tv: TreeView,
     # two commands recording at once never write or drop each other's ref.
     for tid, _before, rec in todo:
         rec.revision = state.tasks[tid].wip_seq + 1
-        rec.ref = f"{WIP_REFS}/{tid}/w{rec.revision}-{os.getpid()}"
+        rec.ref = f"{WIP_REFS}/{git.ref_component(tid)}/w{rec.revision}-{os.getpid()}"
     git.run(ctx.repo, "update-ref", "--stdin",
             input="".join(f"update {rec.ref} {rec.tree}\n" for _t, _b, rec in todo).encode())
     drop: list[str] = []
@@ -413,7 +413,8 @@ def held_by(state: State, session: str) -> list[str]:
 
 def forget(repo: Path, task_id: str) -> None:
     """Drop a finished task's snapshot refs (accepted, rejected), whatever their names."""
-    git.delete_refs(repo, f"{SNAPSHOT_REFS}/{task_id}/", f"{WIP_REFS}/{task_id}/")
+    git.delete_refs(repo, f"{SNAPSHOT_REFS}/{git.ref_component(task_id)}/",
+                    f"{WIP_REFS}/{git.ref_component(task_id)}/")
 
 
 def task_refs(task: Task) -> list[str]:
@@ -427,14 +428,13 @@ def task_refs(task: Task) -> list[str]:
     when the task reports (`worker done`); only a process killed between writing its ref
     and that deletion leaves one behind, which these names miss (`forget` lists them).
     """
-    if task.id.endswith(".lock"):
-        return []  # not a valid ref name component: no such ref could have been created
-    names = [f"{SNAPSHOT_REFS}/{task.id}/r{n}{tail}" for n in range(1, task.revision + 1)
+    part = git.ref_component(task.id)
+    names = [f"{SNAPSHOT_REFS}/{part}/r{n}{tail}" for n in range(1, task.revision + 1)
              for tail in ("", "-base")]
     if task.wip_seq:
-        names.append(f"{WIP_REFS}/{task.id}/w{task.wip_seq}")
+        names.append(f"{WIP_REFS}/{part}/w{task.wip_seq}")
     ref = task.saved.ref if task.saved is not None else ""
-    if ref.startswith((f"{SNAPSHOT_REFS}/{task.id}/", f"{WIP_REFS}/{task.id}/")) \
+    if ref.startswith((f"{SNAPSHOT_REFS}/{part}/", f"{WIP_REFS}/{part}/")) \
             and ref not in names:
         names.append(ref)
     return names
