@@ -60,8 +60,9 @@ def _text_file(ctx: Ctx, path: str, what: str) -> bytes:
     if found is None:
         same = _same_named(path, git.tracked_and_untracked(ctx.repo))
         if same:
-            advice = (f"did you mean {same[0]}? (grants are read from the repository root"
-                      f"{_cwd_note(ctx)})")
+            lines = what.rpartition(":")[2] if ":" in what and "::" not in what else ""
+            advice = (f"did you mean {same[0]}{':' + lines if lines else ''}? (grants are read "
+                      f"from the repository root{_cwd_note(ctx)})")
         else:
             advice = (f"grants are read from the repository root{_cwd_note(ctx)}; to create "
                       f"{path} as a new file, grant the whole path ({path}, no line range)")

@@ -12,7 +12,7 @@ from testing.repo import MakeRepo, git, write
     ('[verify]\ncommand = "pytest"\n', 2, "did you mean commands?"),
     ('[verfy]\ncommands = ["pytest"]\n', 1, "did you mean verify?"),
     ('[claims]\nttl_seconds = 60\n\n[ownership]\nserail = ["x"]\n', 5, "did you mean serial?"),
-    ('[verify]\nzzz = 1\n', 2, "known keys of [verify]: commands, timeout_seconds"),
+    ('[verify]\nzzz = 1\n', 2, "known keys of [verify]: bisect, commands, timeout_seconds"),
 ])
 def test_coord_commit_refuses_a_coord_toml_that_does_not_load(coord: Cli, make_repo: MakeRepo,
                                                               text: str, line: int,

@@ -295,18 +295,30 @@ def test_each_range_holder_owns_its_own_hunks(ten: Path) -> None:
     assert [h.old_start for h in att.owned["task-002"][0].hunks] == [9]
 
 
-def test_edits_of_both_edge_lines_of_touching_ranges_are_contested(ten: Path) -> None:
+def test_a_hunk_git_prints_across_two_ranges_is_divided_between_them(ten: Path) -> None:
     """Attribution is by region, never by the shape of git's hunk (old lines 5-6): each
-    range's edge line was replaced, or one replaced by two and the other deleted. Nothing
-    anchors the cut between, so the two new lines are contested, named with both tasks."""
+    range's edge line was edited in place, so each edit is its range's."""
     set_line(ten, "f.txt", 5, "line 50")
     set_line(ten, "f.txt", 6, "line 60")
+    a, b = task("task-001", "f.txt:1-5"), task("task-002", "f.txt:6-10")
+    att = view(ten, [a, b]).attribution
+    assert att.conflicts == [] and att.ambiguous == []
+    got = {t: [(h.old_start, h.old_lines, h.added) for h in chs[0].hunks]
+           for t, chs in att.owned.items()}
+    assert got == {"task-001": [(5, 1, b"line 50\n")], "task-002": [(6, 1, b"line 60\n")]}
+
+
+def test_two_new_lines_where_two_edge_lines_were_are_contested(ten: Path) -> None:
+    """Nothing of the old edge lines is left: each range replaced its own, or one replaced
+    its own by both and the other deleted its own. The two new lines are contested."""
+    set_line(ten, "f.txt", 5, "five")
+    set_line(ten, "f.txt", 6, "six")
     a, b = task("task-001", "f.txt:1-5"), task("task-002", "f.txt:6-10")
     att = view(ten, [a, b]).attribution
     assert att.conflicts == []
     (amb,) = att.ambiguous
     assert amb.tasks == ["task-001", "task-002"]
-    assert (amb.hunk.new_start, amb.hunk.new_lines, amb.hunk.added) == (5, 2, b"line 50\nline 60\n")
+    assert (amb.hunk.new_start, amb.hunk.new_lines, amb.hunk.added) == (5, 2, b"five\nsix\n")
 
 
 def test_a_region_s_own_edit_stays_its_own_whatever_git_prints(ten: Path) -> None:

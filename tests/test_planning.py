@@ -234,6 +234,8 @@ def accept_all(t: Trial) -> None:
 
 # ---- the plan in place, and the work of four workers ------------------------------------------
 
+@pytest.mark.xfail(strict=True, reason="attribution at shared points: lines inserted at a "
+                   "point are not yet any holder's, so the workers have nothing to deliver")
 def test_the_plan_is_four_assigns_with_no_line_number_found_by_hand(make_repo: MakeRepo,
                                                                      coord: Cli, worker: Cli) -> None:
     t = run_trial(make_repo, coord, worker, 1, mode="points")
