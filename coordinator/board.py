@@ -415,11 +415,13 @@ class Running:
 def serve(ctx: Ctx, *, host: str, port: int, token: str | None,
           timeout: float | None) -> ServeResult:
     running = Running(ctx, host, port, token)
-    sys.stderr.write(f"board: ready at {running.url}"
-                     + ("?token=<your token>" if token else "") + "\n")
-    sys.stderr.flush()
     stop = threading.Event()
     try:
+        # Inside the try: an interrupt right after "ready" (a reader quick to act on the
+        # line) stops the board as cleanly as one during the wait.
+        sys.stderr.write(f"board: ready at {running.url}"
+                         + ("?token=<your token>" if token else "") + "\n")
+        sys.stderr.flush()
         stop.wait(timeout)
     except KeyboardInterrupt:
         pass
