@@ -6,6 +6,7 @@ it with the real diff of the working tree, attributed to grants afresh.
 
 from __future__ import annotations
 
+import difflib
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -117,6 +118,59 @@ def validate(ctx: Ctx, state: State, task: Task, report: Report,
     return v
 
 
+def _carried(repo: Path, tv: TreeView, tasks: dict[str, Task], task: Task,
+             sel: Selection) -> list[Finding]:
+    """A file the task adds whole (a rename by plain `mv`, a copy, a rewrite) that holds
+    another active task's uncommitted edit of a file deleted in the tree: committing it
+    would commit that edit too. Found by content: the added file keeps most of the deleted
+    file's lines, and differs from them inside the other task's grants."""
+    from hunkwise.shared.hunks.diff import blob_hunks, split_lines
+    from hunkwise.shared.hunks.ownership import range_relation
+    from hunkwise.shared.state.models import Grant
+
+    added = [c for c in sel.changes if c.status == "A" and not c.binary]
+    gone = [c for c in tv.changes if c.status == "D" and not c.binary]
+    if not added or not gone:
+        return []
+    holders: dict[str, list[tuple[Task, Grant]]] = {}
+    for t in tasks.values():
+        if t.active and t.id != task.id:
+            for g in t.grants:
+                for c in gone:
+                    if (g.kind == "glob" and glob_matches(g.path, c.path)) or (
+                            g.kind != "glob" and g.path == c.path):
+                        holders.setdefault(c.path, []).append((t, g))
+    gone = [c for c in gone if c.path in holders]
+    if not gone:
+        return []
+    blobs = git.cat_blobs(repo, [c.new_oid for c in added] + [c.old_oid for c in gone])
+    out: list[Finding] = []
+    for a in added:
+        new = split_lines(blobs[a.new_oid])
+        for d in gone:
+            old = split_lines(blobs[d.old_oid])
+            if not old or new == old:
+                continue
+            common = sum(n for _i, _j, n in difflib.SequenceMatcher(
+                None, old, new, autojunk=False).get_matching_blocks())
+            if common * 2 < len(old):
+                continue  # not a copy of that file
+            hunks = blob_hunks(repo, d.old_oid, a.new_oid)
+            for other, g in holders[d.path]:
+                hit = [h for h in hunks
+                       if g.kind == "glob" or range_relation(g, h) != "out"]  # type: ignore[arg-type]
+                if hit:
+                    lines = ", ".join(f"{h.old_start}-{h.old_end}" for h in hit[:3])
+                    out.append(Finding(
+                        code="conflict", path=report_path(a.path),
+                        detail=f"{a.path} holds {d.path} (deleted in the tree) with a change "
+                               f"inside {other.id}'s grant ({d.path} lines {lines}), which "
+                               f"is {other.id}'s uncommitted edit: committing {a.path} now "
+                               f"would commit it. Accept or reject {other.id} first, or put "
+                               f"{d.path}'s lines as HEAD has them into {a.path}"))
+    return out
+
+
 def assess(repo: Path, tv: TreeView, tasks: dict[str, Task], task: Task,
            report: WorkReport) -> Verdict:
     """The report's changes against the tree's: what the task may commit, and why not.
@@ -177,6 +231,7 @@ def assess(repo: Path, tv: TreeView, tasks: dict[str, Task], task: Task,
                                 detail=f"a change in {task.id}'s grant was there before it "
                                        "started; it is not committed with it (coord discard "
                                        "removes it)"))
+    findings += _carried(repo, tv, tasks, task, sel)
     tree_entries = task_entries(repo, tv, task, sel)
     tree_ids = identities(tree_entries)
     rep_ids = identities([e for e in report.changes if covered(e.path)])

@@ -151,3 +151,33 @@ def test_rewriting_a_body_next_to_an_untouched_neighbour_is_no_straddle(make_rep
     ok(coord(repo, "accept", "A"))
     assert head(repo, "m.py") == new.encode()
     assert "Coord-Task: A" in git(repo, "log", "-1", "--format=%B")
+
+
+def test_a_rename_never_carries_the_neighbour_s_uncommitted_edit(make_repo, coord, worker):
+    """Was: R renamed util.py to helpers.py (grant helpers.py, by plain `mv`); B held
+    util.py:3-4 with an uncommitted edit there, and R's commit held B's edit inside the
+    renamed file."""
+    util = "def one():\n    return 1\n\ndef two():\n    return 2\n"
+    repo = make_repo({"util.py": util})
+    begin(coord, worker, repo, "R", "helpers.py")
+    begin(coord, worker, repo, "B", "util.py:4-5")
+    edited = util.replace("return 2", "return 22")
+    write(repo, "util.py", edited)            # B's edit, not yet reported
+    (repo / "util.py").rename(repo / "helpers.py")  # R's move carries it along
+    ok(worker(repo, "done", "R"))
+    root = git(repo, "rev-parse", "HEAD")
+    r = coord(repo, "accept", "R")
+    assert r.code != 0 and "B" in err(r) and "util.py" in err(r), r.stdout
+    assert git(repo, "rev-parse", "HEAD") == root
+    assert (repo / "helpers.py").read_text() == edited  # nothing in the tree changed
+
+
+def test_a_rename_of_untouched_content_is_accepted(make_repo, coord, worker):
+    util = "def one():\n    return 1\n\ndef two():\n    return 2\n"
+    repo = make_repo({"util.py": util})
+    begin(coord, worker, repo, "R", "helpers.py")
+    begin(coord, worker, repo, "B", "util.py:4-5")
+    (repo / "util.py").rename(repo / "helpers.py")
+    ok(worker(repo, "done", "R"))
+    ok(coord(repo, "accept", "R"))
+    assert head(repo, "helpers.py") == util.encode()
