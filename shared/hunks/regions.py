@@ -127,27 +127,45 @@ def divide(old: Sequence[bytes], new: Sequence[bytes], hunks: Sequence[Hunk],
                 p.old_start, p.old_start + p.old_lines - 1)
             dirty |= {b for b, (a, z) in near.items() if lo <= z and hi >= a - (not p.old_lines)}
     out = Division()
-    window_of: list[int | None] = [None] * len(regions)
-    i = 0
-    while i < len(regions):
-        j = i
-        while regions[j].end in dirty:
-            j += 1
-        if j > i:
-            lo, hi = regions[i].start, regions[j].end
-            # git's alignment outside the window is kept: its edges touch no hunk at any
-            # placement, so the lines on both sides of each edge are unchanged.
-            nlo = lo + _delta_before(hunks, lo - 1)
-            nhi = len(new) if hi == len(old) else hi + _delta_before(hunks, hi)
-            out.owned += _solve(old, new, regions[i:j + 1], lo, nlo, nhi, len(old),
-                                evidence, out)
-            for k in range(i, j + 1):
-                window_of[k] = i
-        i = j + 1
+    # Gaps between old lines (after old line q) that some placement of a hunk reaches: a
+    # window's edge is never one of them, so git's alignment holds on both sides of it.
+    touched: set[int] = set()
+    for ps in places:
+        for p in ps:
+            if p.old_lines:
+                touched.update(range(p.old_start - 1, p.old_start + p.old_lines))
+            else:
+                touched.add(p.old_start)
+    n = len(old)
+    spans: list[list[int]] = []  # windows: [first old line, last old line]
+    by_end = {r.end: k for k, r in enumerate(regions)}
+    for b in sorted(dirty):
+        k = by_end[b]
+        # The regions on both sides, as far as WINDOW lines from the boundary: a long
+        # region is not solved whole for an edit at its edge.
+        spans.append([max(regions[k].start, b - WINDOW + 1), min(regions[k + 1].end, b + WINDOW)])
+    merged: list[list[int]] = []
+    for a, z in sorted(spans):
+        while a > 1 and a - 1 in touched:
+            a -= 1
+        while z < n and z in touched:
+            z += 1
+        if merged and a <= merged[-1][1] + 1:
+            merged[-1][1] = max(merged[-1][1], z)
+        else:
+            merged.append([a, z])
+    for lo, hi in merged:
+        regs = [Region(max(r.start, lo), min(r.end, hi), r.owner) for r in regions
+                if r.end >= lo and r.start <= hi]
+        nlo = lo + _delta_before(hunks, lo - 1)
+        nhi = len(new) if hi == n else hi + _delta_before(hunks, hi)
+        out.owned += _solve(old, new, regs, lo, nlo, nhi, n, evidence, out)
     for h in hunks:
+        at = h.old_start if h.old_lines else h.old_start + 0.5
+        if any(lo - 0.5 <= at <= hi + 0.5 for lo, hi in merged):
+            continue
         k = _region_of(h, regions)
-        if window_of[k] is None:
-            out.owned.append((h, regions[k].owner))
+        out.owned.append((h, regions[k].owner))
     every = ([h for h, _ in out.owned] + [c.hunk for c in out.contests]
              + [h for h, _ in out.conflicts])
     every.sort(key=_order)
@@ -286,6 +304,10 @@ def _plain(lines: list[bytes]) -> list[bytes]:
 
 
 Score = tuple[int, int, int, int, int, int]
+# How far into the regions beside a boundary its window reaches (then on to the nearest
+# line pair no hunk touches).
+WINDOW = 64
+
 # A line that can anchor its region holds a word: `"""`, `}` or `)` anchor nothing.
 _WORD = re.compile(rb"[A-Za-z0-9_]")
 
