@@ -299,10 +299,6 @@ def _strong(line: bytes) -> bool:
     return _WORD.search(line) is not None
 
 
-def _plain(lines: list[bytes]) -> list[bytes]:
-    return lines
-
-
 Score = tuple[int, int, int, int, int, int]
 # How far into the regions beside a boundary its window reaches (then on to the nearest
 # line pair no hunk touches).
@@ -336,8 +332,8 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
     contest between the two tasks (or, beside a gap, a conflict)."""
     width = len(nw)
     old_of = [ow[r.start - lo:r.end - lo + 1] for r in regs]
-    once_old = Counter(_words(x) for x in _plain(ow) if x.strip())
-    once_new = Counter(_words(x) for x in _plain(nw) if x.strip())
+    once_old = Counter(_words(x) for x in ow if x.strip())
+    once_new = Counter(_words(x) for x in nw if x.strip())
     unique = frozenset(w for w, n in once_old.items()
                        if n == 1 and once_new.get(w) == 1 and _WORD.search(w))
     layers = [[0]] + [_few(c) for c in cuts] + [[width]]
@@ -365,9 +361,9 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
             return (-row[e - s], 0, int(share == old), 0, 0, 0)
         told = 0
         if ev:
-            if not _consistent(_plain(old), _plain(share), r.owner, ev):
+            if not _consistent(old, share, r.owner, ev):
                 return None
-            told = _accounted(_plain(old), _plain(share), r.owner, ev, r.owner in seen)
+            told = _accounted(old, share, r.owner, ev, r.owner in seen)
         # Edge lines count only for a region that keeps some non-blank line of its own: a
         # blank line left of a deleted function keeps nothing in place.
         edges = 0
@@ -467,10 +463,10 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
         if x.owner is None or y.owner is None:
             return None
         xo, yo = old_of[k], old_of[k + 1]
-        block = _plain(nw[c_lo:c_hi])
-        if xo and yo and _plain(xo[-1:]) == _plain(yo[:1]):
+        block = nw[c_lo:c_hi]
+        if xo and yo and xo[-1:] == yo[:1]:
             reason = "a run of identical lines crosses the boundary of {x} and {y}"
-        elif not (set(block) & set(_plain(xo) + _plain(yo))):
+        elif not (set(block) & set(xo + yo)):
             reason = "an insertion exactly at the boundary of {x} and {y}"
         else:
             reason = "lines that fit {x}'s old lines and {y}'s equally well"
@@ -500,8 +496,8 @@ def _few(options: list[int], most: int = 24) -> list[int]:
 def _anchors(old: list[bytes], share: list[bytes], unique: frozenset[bytes]) -> int:
     """How many lines that occur once in the window's old lines and once in its new ones
     (by their words) a region's share keeps in order."""
-    a = [w for w in (_words(x) for x in _plain(old)) if w in unique]
-    b = [w for w in (_words(x) for x in _plain(share)) if w in unique]
+    a = [w for w in (_words(x) for x in old) if w in unique]
+    b = [w for w in (_words(x) for x in share) if w in unique]
     if not a or not b:
         return 0
     sm = difflib.SequenceMatcher(None, a, b, autojunk=False)
