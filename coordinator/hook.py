@@ -123,26 +123,36 @@ def _coordinator(env: Mapping[str, str]) -> bool:
 
 # ---- PreToolUse ---------------------------------------------------------------------------
 
+def _bracketed(text: str, env: Mapping[str, str]) -> tuple[dict[str, Any], Any, str, str] | None:
+    """(payload, tool, top level, state folder) of a call the bracket follows: a shell
+    call, an edit or a patch, in a tree that holds a hunkwise state; else None."""
+    data = _payload(text)
+    if data is None:
+        return None
+    tool = data.get("tool_name")
+    if tool not in SHELLS and tool not in EDITS and tool not in PATCHES:
+        return None
+    top = _top(data)
+    if top is None:
+        return None
+    from hunkwise.shared.state.identity import state_root
+
+    root = state_root(top, env)
+    if root is None or not os.path.isdir(root):
+        return None
+    return data, tool, top, root
+
+
 def pre(text: str, env: Mapping[str, str]) -> Result:
     from hunkwise.coordinator import guard
 
     code, message = guard.guard(text, env)
     if code != 0:
         return code, "", message
-    data = _payload(text)
-    if data is None:
-        return 0, "", ""
-    tool = data.get("tool_name")
-    if tool not in SHELLS and tool not in EDITS and tool not in PATCHES:
-        return 0, "", ""
-    top = _top(data)
-    if top is None:
-        return 0, "", ""
-    from hunkwise.shared.state.identity import state_root
-
-    root = state_root(top, env)
-    if root is None or not os.path.isdir(root):
-        return 0, "", ""  # no hunkwise state in this tree: nothing to bracket
+    found = _bracketed(text, env)
+    if found is None:
+        return 0, "", ""  # not a call that writes, or no hunkwise state in this tree
+    data, tool, top, root = found
     session = "" if _coordinator(env) else guard.worker_session(data, env)
     from hunkwise.coordinator import bracket
 
@@ -172,20 +182,10 @@ def _written_paths(tool: Any, ti: Mapping[str, Any]) -> list[str]:
 # ---- PostToolUse --------------------------------------------------------------------------
 
 def post(text: str, env: Mapping[str, str]) -> Result:
-    data = _payload(text)
-    if data is None:
+    found = _bracketed(text, env)
+    if found is None:
         return 0, "", ""
-    tool = data.get("tool_name")
-    if tool not in SHELLS and tool not in EDITS and tool not in PATCHES:
-        return 0, "", ""
-    top = _top(data)
-    if top is None:
-        return 0, "", ""
-    from hunkwise.shared.state.identity import state_root
-
-    root = state_root(top, env)
-    if root is None or not os.path.isdir(root):
-        return 0, "", ""
+    data, tool, top, root = found
     from hunkwise.coordinator import bracket
 
     rec = bracket.close_call(root, data)

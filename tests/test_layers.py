@@ -33,6 +33,7 @@ ALLOWED: dict[str, set[str]] = {
     "shared.output": {ERRORS, "shared.state.documents"},
     "shared.diffview": {ERRORS, "shared.git", "shared.state", "shared.hunks", "shared.work",
                         "shared.machines"},
+    "shared.mcp": {ERRORS},
     "shared.cli": {ERRORS, "shared.git", "shared.state", "shared.output", "shared.machines"},
     "coordinator": {"shared", "inbox"},
     "worker": {"shared", "inbox"},
