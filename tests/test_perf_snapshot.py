@@ -114,3 +114,21 @@ def test_a_heartbeat_with_nothing_new_reads_no_tree_and_records_nothing(
     doc = ok(worker(repo, "heartbeat", "A"))
     assert doc["lost"][0]["paths"] == ["a.txt"]
     assert ok(worker(repo, "heartbeat", "A"))["lost"][0]["paths"] == ["a.txt"]  # every time
+
+
+def test_a_clean_filter_set_after_a_snapshot_applies_to_the_next(make_repo: MakeRepo) -> None:
+    """A filter configured once the kept index has seen a file (stat-clean there, and not
+    racily so) still applies: the next snapshot is what a fresh copy of the real index
+    gives, not the blob the kept index remembers."""
+    repo = make_repo({"a.txt": "a\n", "b.txt": "b\n"})
+    write(repo, "a.txt", "edited\n")
+    settled(repo, "a.txt")
+    before = snapshot.take(repo).tree
+    assert git(repo, "cat-file", "blob", f"{before}:a.txt") == "edited\n"
+    (repo / ".git" / "info").mkdir(exist_ok=True)
+    (repo / ".git" / "info" / "attributes").write_text("a.txt filter=up\n")
+    git(repo, "config", "filter.up.clean", "tr a-z A-Z")
+    after = snapshot.take(repo).tree
+    assert git(repo, "cat-file", "blob", f"{after}:a.txt") == "EDITED\n"
+    assert after == fresh_tree(repo)
+    hgit.close_readers()

@@ -72,6 +72,20 @@ def _identity(path: Path) -> str:
     return f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
 
 
+def _filters(repo: Path, gd: Path) -> str:
+    """Where the repository's own clean filters and attributes are set: changed, the kept
+    index's stat data no longer says what `add -A` would hash, and it is copied afresh.
+
+    A file git finds stat-clean is not read again, so a filter set after the last snapshot
+    would never apply to a file the kept index has seen (a fresh copy of the real index
+    reads it, being dirty there)."""
+    common = git.common_dir(repo)
+    places = [common / "config", common / "info" / "attributes"]
+    if gd != common:
+        places.append(gd / "config.worktree")
+    return ",".join(_identity(p) for p in places)
+
+
 @contextlib.contextmanager
 def _kept_index(repo: Path, gd: Path, htree: str) -> Iterator[tuple[dict[str, str], list[str] | None]]:
     """The scratch index to snapshot through, and (for the kept one) a one-item list holding
@@ -97,7 +111,7 @@ def _kept_index(repo: Path, gd: Path, htree: str) -> Iterator[tuple[dict[str, st
     try:
         idx, stamp = home / "index", home / "stamp"
         env = {"GIT_INDEX_FILE": str(idx)}
-        source = f"{_identity(gd / 'index')} {htree}"
+        source = f"{_identity(gd / 'index')} {htree} {_filters(repo, gd)}"
         try:
             kept, last = stamp.read_text().split("\n")[:2]
         except (OSError, ValueError):
