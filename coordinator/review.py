@@ -63,7 +63,7 @@ class _Cover:
     """Which paths a task's grants cover: a set lookup for ranges, matching for globs."""
 
     def __init__(self, task: Task) -> None:
-        self.ranges = {g.path for g in task.grants if g.kind == "range"}
+        self.ranges = {g.path for g in task.grants if g.kind != "glob"}
         self.globs = [g.path for g in task.grants if g.kind == "glob"]
 
     def __call__(self, path: str) -> bool:

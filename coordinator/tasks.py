@@ -420,7 +420,7 @@ def _touching(grants: list[Grant], others: list[Task], me: str) -> list[str]:
                                "only for the task whose report alone claims it")
                 elif (g.kind, h.kind) in (("point", "range"), ("range", "point")):
                     p, r = (g, h) if g.kind == "point" else (h, g)
-                    if p.start in (r.start - 1, r.end):
+                    if p.start == r.end or p.end == r.start - 1:
                         out.append(f"{g} lies at the edge of {h} of {t.id}: lines inserted "
                                    "there lie inside both, and are committed only for the "
                                    "task whose report alone claims them")

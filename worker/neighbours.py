@@ -42,7 +42,7 @@ def _own_files(tv: TreeView, task: Task) -> set[str]:
     changed = {ch.path for ch in tv.changes}
     mine = {ch.path for ch in tv.task_changes(task.id)}
     for g in task.grants:
-        if g.kind == "range":
+        if g.kind != "glob":
             mine.add(g.path)
         else:
             mine.update(p for p in changed if glob_matches(g.path, p))
@@ -83,7 +83,7 @@ def _grant_of(task: Task | None, path: str) -> str | None:
     if task is None:
         return None
     for g in task.grants:
-        if (g.kind == "range" and g.path == path) or (g.kind == "glob" and glob_matches(g.path, path)):
+        if (g.kind != "glob" and g.path == path) or (g.kind == "glob" and glob_matches(g.path, path)):
             return str(g)
     return None
 

@@ -371,6 +371,8 @@ def _precedes(a: Hunk, h: Hunk) -> bool:
     """
     if h.old_lines:  # h removes old lines [s, e]
         return a.old_end < h.old_start if a.old_lines else a.old_start < h.old_start
+    if not a.old_lines and a.old_start == h.old_start:
+        return a.new_start < h.new_start  # two insertions at one point: in the new text's order
     return a.old_end <= h.old_start if a.old_lines else a.old_start < h.old_start
 
 

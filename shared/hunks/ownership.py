@@ -217,14 +217,15 @@ def _clash(ours: Grant, our_files: set[str], theirs: Grant, their_files: set[str
 
 def lines_clash(a: Grant, b: Grant) -> bool:
     """Do two line grants of one file clash? Ranges when they share a line; points never
-    with each other (several tasks insert at one point); a point with a range when the
-    point lies strictly inside it (START <= N < END): at its edge, it does not."""
+    with each other (several tasks insert at one point); a point with a range when one of
+    the point's positions lies strictly inside it (START <= N < END): at its edge, it
+    does not."""
     if a.kind == "point" and b.kind == "point":
         return False
-    if a.kind == "point":
-        return b.start <= a.start < b.end
     if b.kind == "point":
-        return a.start <= b.start < a.end
+        a, b = b, a
+    if a.kind == "point":  # positions a.start..a.end (widened by lines committed there)
+        return a.start < b.end and b.start <= a.end
     return a.start <= b.end and b.start <= a.end
 
 
@@ -252,6 +253,7 @@ class Attribution:
     ambiguous: list[Ambiguous] = field(default_factory=list)
     canon: dict[int, str] = field(default_factory=dict)  # id(hunk) -> canonical identity
     placed: dict[int, Hunk] = field(default_factory=dict)  # id(hunk) -> inside its owner's grant
+    at_point: set[int] = field(default_factory=set)  # id(hunk) of lines at shared points
 
     def add(self, task_id: str, change: FileChange, hunk: Hunk | None) -> None:
         bucket = self.owned.setdefault(task_id, [])
@@ -316,10 +318,14 @@ def attribute(changes: Sequence[FileChange], tasks: Sequence[Task],
     result = Attribution()
     active = [t for t in tasks if t.active]
     ranges: dict[str, list[tuple[str, RangeGrant]]] = {}
+    points: dict[str, list[tuple[str, Grant]]] = {}
     globs: list[tuple[str, GlobGrant]] = []
     for t in active:
         for g in merged_ranges(t.grants):
             ranges.setdefault(g.path, []).append((t.id, g))
+        for pg in t.grants:
+            if pg.kind == "point":
+                points.setdefault(pg.path, []).append((t.id, pg))
         globs += [(t.id, g) for g in t.grants if g.kind == "glob"]
     # A glob can only match paths under its literal prefix: the globs are found by the
     # prefixes of each changed path (one lookup per prefix length in use), so a changed
@@ -333,21 +339,24 @@ def attribute(changes: Sequence[FileChange], tasks: Sequence[Task],
                               for tid, g in by_prefix.get(ch.path[:n], ())
                               if glob_matches(g.path, ch.path)})
         range_grants = ranges.get(ch.path, [])
+        point_grants = points.get(ch.path, [])
         if not ch.splittable or not ch.hunks:
             owners = glob_owners
-            if len(owners) == 1 and not range_grants:
+            lined = range_grants or point_grants
+            if len(owners) == 1 and not lined:
                 result.add(owners[0], ch, None)
-            elif not owners and not range_grants:
+            elif not owners and not lined:
                 result.unowned.append((ch, None))
             else:
-                holders = sorted(set(owners) | {tid for tid, _ in range_grants})
+                holders = sorted(set(owners) | {tid for tid, _ in range_grants}
+                                 | {tid for tid, _ in point_grants})
                 if len(holders) == 1 and not owners:
                     # A range grant never owns a whole-file change (delete, mode, binary).
                     result.unowned.append((ch, None))
                 else:
                     result.conflicts.append((ch, None, holders))
             continue
-        if not range_grants:
+        if not range_grants and not (point_grants and ch.path in (old_texts or {})):
             for h in ch.hunks:
                 if len(glob_owners) == 1:
                     result.add(glob_owners[0], ch, h)
@@ -359,7 +368,7 @@ def attribute(changes: Sequence[FileChange], tasks: Sequence[Task],
         old = (old_texts or {}).get(ch.path)
         if old is not None and not glob_owners:
             _by_region(result, ch, split_lines(old), range_grants,
-                       (evidence or {}).get(ch.path))
+                       (evidence or {}).get(ch.path), point_grants)
             continue
         every = (placements(split_lines(old), ch.hunks) if old is not None
                  else [[h] for h in ch.hunks])
@@ -372,7 +381,8 @@ def attribute(changes: Sequence[FileChange], tasks: Sequence[Task],
 
 
 def _by_region(result: Attribution, ch: FileChange, old: list[bytes],
-               range_grants: list[tuple[str, RangeGrant]], evidence: Evidence | None) -> None:
+               range_grants: list[tuple[str, RangeGrant]], evidence: Evidence | None,
+               point_grants: Sequence[tuple[str, Grant]] = ()) -> None:
     """Attribute a file held by line ranges region by region (shared/hunks/regions.py).
 
     git's hunks are replaced, in `ch` itself, by the division's: every hunk then lies in one
@@ -384,9 +394,11 @@ def _by_region(result: Attribution, ch: FileChange, old: list[bytes],
     from hunkwise.shared.hunks.slide import canonical, placements
 
     new = split_lines(splice(b"".join(old), ch.hunks))
-    regs = regions_of(len(old), [(g.start, g.end, tid) for tid, g in range_grants])
+    regs = regions_of(len(old), [(g.start, g.end, tid) for tid, g in range_grants],
+                      [(g.start, g.end, tid) for tid, g in point_grants])
     div = divide(old, new, ch.hunks, placements(old, ch.hunks), regs, evidence)
     ch.hunks[:] = div.hunks
+    result.at_point |= div.at_point
     for h, places in zip(ch.hunks, placements(old, ch.hunks), strict=True):
         if len(places) > 1:
             result.canon[id(h)] = canonical(places)
@@ -397,7 +409,8 @@ def _by_region(result: Attribution, ch: FileChange, old: list[bytes],
             result.add(owner, ch, h)
             result.placed[id(h)] = h
     for c in div.contests:
-        canon = result.canon.get(id(c.hunk)) or c.hunk.sha256
+        canon = c.canon or result.canon.get(id(c.hunk)) or c.hunk.sha256
+        result.canon[id(c.hunk)] = canon
         result.ambiguous.append(Ambiguous(ch, c.hunk, canon, list(c.tasks),
                                           {t: c.hunk for t in c.tasks}, c.reason))
     for h, tids in div.conflicts:
@@ -480,10 +493,37 @@ def map_point(n: int, hunks: Sequence[Hunk]) -> int:
     return max(n + delta, 0)
 
 
+def map_point_end(n: int, hunks: Sequence[Hunk]) -> int:
+    """Map a point's last position through -U0 hunks old -> new: lines inserted right
+    after line `n` join the point (they were inserted at it), so it ends after them."""
+    delta = 0
+    for h in hunks:  # in old-line order, as diff prints them
+        if h.old_lines == 0:
+            if h.old_start <= n:
+                delta += h.new_lines
+            continue
+        lo, hi = h.old_start, h.old_start + h.old_lines - 1
+        if hi < n:
+            delta += h.new_lines - h.old_lines
+        elif lo <= n:
+            return h.new_start + h.new_lines - 1 if h.new_lines else h.new_start
+        else:
+            break
+    return max(n + delta, 0)
+
+
+def map_point_span(start: int, end: int, hunks: Sequence[Hunk]) -> tuple[int, int]:
+    """A point's positions `start`..`end` (after old line q, for each q) through -U0 hunks
+    old -> new. The lines inserted at it (and committed) widen it: a holder's line can go
+    anywhere among the lines the point's holders inserted there before."""
+    s = map_point(start, hunks)
+    return s, max(s, map_point_end(end, hunks))
+
+
 def map_grant(g: Grant, hunks: Sequence[Hunk]) -> None:
     """Re-map a line grant (a range or a point) through -U0 hunks old -> new, in place."""
     if g.kind == "point":
-        g.start = g.end = map_point(g.start, hunks)
+        g.start, g.end = map_point_span(g.start, g.end, hunks)
     elif g.kind == "range":
         g.start, g.end = map_range(g.start, g.end, hunks)
 

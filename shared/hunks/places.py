@@ -60,7 +60,7 @@ def place_of(g: Grant, change: FileChange | None, tree_lines: list[bytes] | None
             tree = None
         elif g.kind == "point":
             n = map_point(g.start, change.hunks)
-            tree = [n, n]
+            tree = [n, max(n, map_point(g.end, change.hunks))]
         else:
             s, e = map_range(g.start, g.end, change.hunks)
             tree = [s, e]
@@ -107,7 +107,7 @@ def place_text(p: GrantPlace) -> str:
         name = p["path"]
     def span(ab: list[int]) -> str:
         if point:
-            return f"+{ab[0]}"
+            return f"+{ab[0]}" if ab[1] <= ab[0] else f"+{ab[0]}-{ab[1]}"
         if ab[1] < ab[0]:
             return f"+{ab[0] - 1} (empty)"
         return span_text(ab[0], ab[1])

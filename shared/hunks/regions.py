@@ -50,17 +50,31 @@ Evidence = dict[str, tuple[dict[str, int], dict[str, int]]]
 @dataclass(frozen=True)
 class Region:
     start: int          # first old line, 1-based
-    end: int            # last old line, inclusive
-    owner: str | None   # a task id, or None for a gap no range holds
+    end: int            # last old line, inclusive (start - 1: no old line, a point)
+    owner: str | None   # a task id, or None for a gap no range holds (or a point)
+    # A shared insertion point: (first, last position, task) per holder, a position q
+    # being "after old line q". Its old lines (start..end) are lines inserted there before
+    # and committed; only whole new lines inserted among them are its holders'.
+    holders: tuple[tuple[int, int, str], ...] = ()
+
+    @property
+    def point(self) -> bool:
+        return bool(self.holders)
+
+    @property
+    def tasks(self) -> list[str]:
+        return sorted({t for _a, _z, t in self.holders})
 
 
 @dataclass
 class Contest:
-    """New lines two least-cost divisions credit to different tasks."""
+    """New lines two least-cost divisions credit to different tasks (or a line at a shared
+    insertion point that nothing says whose it is)."""
 
     hunk: Hunk          # an insertion after the boundary's old line
-    tasks: list[str]    # the two tasks, in file order
+    tasks: list[str]    # the tasks, in file order
     reason: str
+    canon: str | None = None  # its identity, where its content alone is not one
 
 
 @dataclass
@@ -69,10 +83,16 @@ class Division:
     contests: list[Contest] = field(default_factory=list)
     conflicts: list[tuple[Hunk, list[str]]] = field(default_factory=list)
     hunks: list[Hunk] = field(default_factory=list)  # every hunk, in file order
+    at_point: set[int] = field(default_factory=set)  # id() of the hunks at shared points
 
 
-def regions_of(n: int, ranges: Sequence[tuple[int, int, str]]) -> list[Region]:
-    """Cut old lines 1..n at every range boundary: the ranges, and gaps between them."""
+def regions_of(n: int, ranges: Sequence[tuple[int, int, str]],
+               points: Sequence[tuple[int, int, str]] = ()) -> list[Region]:
+    """Cut old lines 1..n at every range boundary: the ranges, and gaps between them; and
+    each gap at its shared insertion points (`points`: first and last position, task),
+    which become regions of their own (of no old line, or of the lines committed there).
+    Points that share a position are one region; a point strictly inside a range is the
+    range's (no other task may hold it there)."""
     out: list[Region] = []
     at = 1
     for start, end, owner in sorted(ranges):
@@ -85,6 +105,33 @@ def regions_of(n: int, ranges: Sequence[tuple[int, int, str]]) -> list[Region]:
         at = end + 1
     if at <= n:
         out.append(Region(at, n, None))
+    if not points:
+        return out
+    spans: list[tuple[int, int, list[tuple[int, int, str]]]] = []  # first, last position, holders
+    for a, z, tid in sorted((max(0, min(a, n)), max(0, min(z, n)), t) for a, z, t in points):
+        z = max(a, z)
+        if any(r.owner is not None and r.start <= a and z < r.end for r in out):
+            continue  # strictly inside a range
+        if spans and a <= spans[-1][1]:
+            first, last, held = spans[-1]
+            spans[-1] = (first, max(last, z), held + [(a, z, tid)])
+        else:
+            spans.append((a, z, [(a, z, tid)]))
+    for a, z, held in spans:
+        cut: list[Region] = []
+        for r in out:
+            # A gap around the point's lines a+1..z loses them; a range keeps its lines
+            # (a point's span never reaches into a range but at its edge).
+            if r.owner is None and not r.point and r.start <= z and a + 1 <= r.end:
+                if r.start <= a:
+                    cut.append(Region(r.start, a, None))
+                if z + 1 <= r.end:
+                    cut.append(Region(z + 1, r.end, None))
+            else:
+                cut.append(r)
+        k = next((i for i, r in enumerate(cut) if r.start > a), len(cut))
+        cut.insert(k, Region(a + 1, z, None, tuple(held)))
+        out = cut
     return out
 
 
@@ -114,6 +161,9 @@ def divide(old: Sequence[bytes], new: Sequence[bytes], hunks: Sequence[Hunk],
     """Divide a file's change (git's -U0 `hunks` from `old` to `new` lines, each with its
     placements) among `regions`."""
     bounds = {r.end for r in regions[:-1]}
+    # A point's positions are all boundaries of it: an insertion among the lines committed
+    # at a point is solved as one at its edge is.
+    inner = {q: r.end for r in regions if r.point for q in range(r.start, r.end)}
     # A boundary needs the exact division when a hunk (at any placement) touches it, or
     # touches the runs of identical lines on either side of it and the line beyond each:
     # through such a run an equal-cost division can move lines across the boundary even
@@ -123,6 +173,7 @@ def divide(old: Sequence[bytes], new: Sequence[bytes], hunks: Sequence[Hunk],
     for ps in places:
         for p in ps:
             dirty |= _touched(p, bounds)
+            dirty |= {inner[q] for q in _touched(p, set(inner))}
             lo, hi = (p.old_start, p.old_start) if not p.old_lines else (
                 p.old_start, p.old_start + p.old_lines - 1)
             dirty |= {b for b, (a, z) in near.items() if lo <= z and hi >= a - (not p.old_lines)}
@@ -138,12 +189,19 @@ def divide(old: Sequence[bytes], new: Sequence[bytes], hunks: Sequence[Hunk],
                 touched.add(p.old_start)
     n = len(old)
     spans: list[list[int]] = []  # windows: [first old line, last old line]
-    by_end = {r.end: k for k, r in enumerate(regions)}
+    by_end: dict[int, list[int]] = {}
+    for k, r in enumerate(regions[:-1]):
+        by_end.setdefault(r.end, []).append(k)
     for b in sorted(dirty):
-        k = by_end[b]
         # The regions on both sides, as far as WINDOW lines from the boundary: a long
-        # region is not solved whole for an edit at its edge.
-        spans.append([max(regions[k].start, b - WINDOW + 1), min(regions[k + 1].end, b + WINDOW)])
+        # region is not solved whole for an edit at its edge. (At a point, two boundaries
+        # share a position: each brings its own side.)
+        for k in by_end[b]:
+            x, y = regions[k], regions[k + 1]
+            spans.append([max(1, x.start if x.start <= x.end else x.end, b - WINDOW + 1),
+                          min(n, y.end if y.start <= y.end else y.start, b + WINDOW)])
+    if len(regions) == 1 and regions[0].point:
+        spans.append([1, n])  # a file held only at one point: no boundary, one window
     merged: list[list[int]] = []
     for a, z in sorted(spans):
         while a > 1 and a - 1 in touched:
@@ -155,8 +213,8 @@ def divide(old: Sequence[bytes], new: Sequence[bytes], hunks: Sequence[Hunk],
         else:
             merged.append([a, z])
     for lo, hi in merged:
-        regs = [Region(max(r.start, lo), min(r.end, hi), r.owner) for r in regions
-                if r.end >= lo and r.start <= hi]
+        regs = [Region(max(r.start, lo), min(r.end, hi), r.owner, r.holders) for r in regions
+                if (r.end >= lo and r.start <= hi) or (r.start > r.end and lo - 1 <= r.end <= hi)]
         nlo = lo + _delta_before(hunks, lo - 1)
         nhi = len(new) if hi == n else hi + _delta_before(hunks, hi)
         out.owned += _solve(old, new, regs, lo, nlo, nhi, n, evidence, out)
@@ -245,13 +303,10 @@ def _solve(old: Sequence[bytes], new: Sequence[bytes], regs: Sequence[Region], l
     n_at = [j for j, x in enumerate(nw) if _strong(x)]
     n_nb = [table.setdefault(nw[j], len(table)) for j in n_at]
     m = len(n_nb)
-    before: list[int] = []  # non-blank old lines before each internal boundary
-    count = 0
-    ends = {r.end - lo + 1 for r in regs[:-1]}
-    for i, x in enumerate(ow, start=1):
-        count += _strong(x)
-        if i in ends:
-            before.append(count)
+    upto = [0]  # non-blank old lines before each old line
+    for x in ow:
+        upto.append(upto[-1] + _strong(x))
+    before = [upto[r.end - lo + 1] for r in regs[:-1]]  # ... before each internal boundary
     fwd = _rows(o_nb, before + [len(o_nb)], _masks(n_nb), m)
     best = fwd[len(o_nb)][m]
     rev = _rows(o_nb[::-1], [len(o_nb) - b for b in before], _masks(n_nb[::-1]), m)
@@ -279,14 +334,25 @@ def _solve(old: Sequence[bytes], new: Sequence[bytes], regs: Sequence[Region], l
         rem, add = ow[a:len(ow) - b], nw[a:len(nw) - b]
         h = Hunk(lo + a if rem else lo + a - 1, len(rem), nlo + a if add else nlo + a - 1,
                  len(add), b"".join(rem), b"".join(add))
-        out.conflicts.append((h, sorted({r.owner for r in regs if r.owner})))
+        out.conflicts.append((h, sorted({t for r in regs for t in ([r.owner] if r.owner else r.tasks)})))
         return owned
     for k, r in enumerate(regs):
         s = settled[k - 1][1] if k > 0 else 0
         e = settled[k][0] if k < len(settled) else width
+        if r.point:
+            # Its lines: its own share, and the lines contested at its two boundaries.
+            m_lo = settled[k - 1][0] if k > 0 else 0
+            m_hi = settled[k][1] if k < len(settled) else width
+            got, contests = _point_hunks(ow, nw, regs, k, lo, nlo, (m_lo, s, min(e, m_hi) if e >= s else s, m_hi),
+                                         evidence)
+            owned += got
+            out.contests += contests
+            out.at_point.update(id(h) for h, _ in got)
+            out.at_point.update(id(c.hunk) for c in contests)
+            continue
         owned += [(h, r.owner) for h in _region_hunks(ow, nw, r, lo, nlo, s, e, n_old)]
     for k, (c_lo, c_hi, contest) in enumerate(settled):
-        if contest is None or c_lo == c_hi:
+        if contest is None or c_lo == c_hi or regs[k].point or regs[k + 1].point:
             continue
         b = regs[k].end
         block = nw[c_lo:c_hi]
@@ -357,8 +423,30 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
 
     def score(k: int, s: int, e: int, row: list[int], ev: Evidence | None) -> Score | None:
         r, old, share = regs[k], old_of[k], nw[s:e]
+        if r.point:
+            # What is inserted at a point is its holders' (rule 3 does not hold it back);
+            # never a line the record says another task wrote.
+            told = 0
+            if ev:
+                held = set(r.tasks)
+                for line in Counter(share) - Counter(old):
+                    writers = ev.get(_digest(line), _NONE)[0]
+                    if writers and not held & set(writers):
+                        return None
+                    # (A blank line or a bracket on record says nothing of where: every
+                    # holder's edit may have written one.)
+                    told += bool(held & set(writers)) and _strong(line)
+            return (-row[e - s], told, 0, 0, 0, 0)
         if r.owner is None:
-            return (-row[e - s], 0, int(share == old), 0, 0, 0)
+            # A gap beside a point keeps its edge line there (the point's lines are
+            # inserted next to it, not in place of it).
+            edges = 0
+            if share and old:
+                if k > 0 and regs[k - 1].point and share[:1] == old[:1]:
+                    edges += 1
+                if k < len(regs) - 1 and regs[k + 1].point and share[-1:] == old[-1:]:
+                    edges += 1
+            return (-row[e - s], 0, int(share == old), 0, 0, edges)
         told = 0
         if ev:
             if not _consistent(old, share, r.owner, ev):
@@ -445,7 +533,7 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
         for k, r in enumerate(regs):
             share = nw[chosen[k]:chosen[k + 1]]
             if r.owner is None or not any(x.strip() for x in share):
-                continue
+                continue  # (a point keeps nothing of its own: it holds no line to keep)
             if old_of[k] != share and not _anchors(old_of[k], share, own):
                 # (A gap beside it keeps its own lines: a gap owns nothing to contest.)
                 if k > 0 and regs[k - 1].owner is not None:
@@ -460,6 +548,11 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
             out.append((c_lo, c_lo, None))
             continue
         x, y = regs[k], regs[k + 1]
+        if x.point or y.point:
+            # The point's lines reach from its lowest cut to its highest: each is settled
+            # line by line (_point_hunks).
+            out.append((c_lo, c_hi, None))
+            continue
         if x.owner is None or y.owner is None:
             return None
         xo, yo = old_of[k], old_of[k + 1]
@@ -472,7 +565,7 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
             reason = "lines that fit {x}'s old lines and {y}'s equally well"
         out.append((c_lo, c_hi, Contest(Hunk(0, 0, 0, 0, b"", b""), [x.owner, y.owner],
                                         reason.format(x=x.owner, y=y.owner))))
-    if any(out[k][1] > out[k + 1][0] for k in range(len(out) - 1)):
+    if any(out[k][1] > out[k + 1][0] and not regs[k + 1].point for k in range(len(out) - 1)):
         return None
     return out
 
@@ -617,3 +710,120 @@ def _hunk(old: list[bytes], share: list[bytes], i1: int, i2: int, j1: int, j2: i
     os_ = o0 + i1 if i2 > i1 else o0 + i1 - 1
     ns = n0 + j1 if j2 > j1 else n0 + j1 - 1
     return Hunk(os_, i2 - i1, ns, j2 - j1, removed, added)
+
+
+# ---- shared insertion points --------------------------------------------------------------
+
+def _point_hunks(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], k: int, lo: int,
+                 nlo: int, cuts: tuple[int, int, int, int], evidence: Evidence | None
+                 ) -> tuple[list[tuple[Hunk, str | None]], list[Contest]]:
+    """A point's lines, each settled on its own (SPEC.md: at a shared insertion point each
+    holder owns the whole lines its report claims there).
+
+    `cuts` are (lowest, own first, own last, highest) positions in `nw`: its share, and the
+    lines contested at its boundaries (margins). A new line inserted at the point is:
+    - the task's whose session the record says wrote it, among the tasks that may hold it
+      there (holders whose span has its position, and a neighbour range's holder at the
+      range's edge: an insertion at a range's edge is in the range);
+    - else, where only one task may hold it, that task's, unless it lies in a margin, or
+      that task's sessions are on record in this file and not for this line;
+    - else a contest among them, one line each, that reports settle by claiming it.
+    The point's own old lines (inserted there before, and committed) are no holder's to
+    change: a change of them is unowned."""
+    r = regs[k]
+    m_lo, s, e, m_hi = cuts
+    s = min(max(s, m_lo), m_hi)
+    e = min(max(e, s), m_hi)
+    old = ow[r.start - lo:r.end - lo + 1]
+    share = nw[s:e]
+    items: list[tuple[int, int, bool]] = []  # (position, index in nw, in a margin)
+    owned: list[tuple[Hunk, str | None]] = []
+    items += [(r.start - 1, j, True) for j in range(m_lo, s)]
+    sm = difflib.SequenceMatcher(None, old, share, autojunk=False)
+    for tag, i1, i2, j1, j2 in sm.get_opcodes():
+        if tag == "insert":
+            items += [(r.start - 1 + i1, s + j, False) for j in range(j1, j2)]
+        elif tag != "equal":
+            owned.append((_hunk(old, share, i1, i2, j1, j2, r.start, nlo + s), None))
+    items += [(r.end, j, True) for j in range(e, m_hi)]
+    left = regs[k - 1] if k > 0 else None
+    right = regs[k + 1] if k + 1 < len(regs) else None
+
+    def candidates(q: int) -> list[str]:
+        got = {t for a, z, t in r.holders if a <= q <= z}
+        if q == r.start - 1 and left is not None and left.owner is not None:
+            got.add(left.owner)
+        if q == r.end and right is not None and right.owner is not None:
+            got.add(right.owner)
+        return sorted(got)
+
+    budget: dict[str, Counter[str]] = {}
+    on_record = {t for w, g in (evidence or {}).values() for t in (*w, *g)}
+    decided: dict[int, str | None | list[str]] = {}  # nw index -> owner, None, or contenders
+    # Lines that hold a word first: a blank line's record is spent last.
+    for q, j, margin in sorted(items, key=lambda it: not _strong(nw[it[1]])):
+        cands = candidates(q)
+        d = _digest(nw[j])
+        writers = (evidence or {}).get(d, _NONE)[0]
+        left_of = budget.setdefault(d, Counter(writers))
+        w = [t for t in cands if left_of[t] > 0]
+        if len(w) == 1:
+            left_of[w[0]] -= 1
+            decided[j] = w[0]
+        elif len(w) > 1:
+            decided[j] = w
+        elif writers and sum(left_of.values()) > 0:
+            decided[j] = None  # another task's session wrote it, not a holder's
+        elif len(cands) == 1 and not margin and cands[0] not in on_record:
+            decided[j] = cands[0]
+        else:
+            decided[j] = cands
+    before = ow[r.start - lo - 1] if r.start - lo - 1 >= 0 else b""
+    seen: Counter[bytes] = Counter()
+    ordinal: dict[int, int] = {}
+    for j in range(m_lo, m_hi):
+        seen[nw[j]] += 1
+        ordinal[j] = seen[nw[j]]
+    contests: list[Contest] = []
+    run: list[tuple[int, int]] = []  # (position, index) of one owner's consecutive lines
+
+    def flush() -> None:
+        if run:
+            q, j0 = run[0]
+            who = decided[j0]
+            block = b"".join(nw[j] for _q, j in run)
+            owned.append((Hunk(q, 0, nlo + j0, len(run), b"", block), who if isinstance(who, str) else None))
+            run.clear()
+
+    for q, j, _margin in sorted(items, key=lambda it: it[1]):
+        who = decided[j]
+        if isinstance(who, list):
+            flush()
+            line = nw[j]
+            tasks = who or r.tasks
+            where = f"the shared point after line {q}" + (
+                f" (at the edge of {', '.join(t for t in tasks if t not in r.tasks)}'s range)"
+                if any(t not in r.tasks for t in tasks) else "")
+            contests.append(Contest(
+                Hunk(q, 0, nlo + j, 1, b"", line), tasks,
+                f"a line inserted at {where}, which {' and '.join(tasks)} may hold, and "
+                "nothing recorded whose it is",
+                _point_canon(before, line, ordinal[j])))
+            continue
+        if run and (run[-1][0] != q or decided[run[-1][1]] != who or run[-1][1] != j - 1):
+            flush()
+        run.append((q, j))
+    flush()
+    return owned, contests
+
+
+def _point_canon(before: bytes, line: bytes, ordinal: int) -> str:
+    """A contested point line's identity: its bytes, the line the point follows, and which
+    of the point's equal lines it is (two holders may insert the same blank line)."""
+    import hashlib
+
+    d = hashlib.sha256(b"point\0")
+    for part in (before, str(ordinal).encode(), line):
+        d.update(len(part).to_bytes(8, "big"))
+        d.update(part)
+    return d.hexdigest()

@@ -89,7 +89,7 @@ def _evidence(repo: Path, tasks: Sequence[Task]) -> dict[str, Evidence]:
 def _granted(tasks: Sequence[Task]) -> Callable[[str], bool]:
     from hunkwise.shared.hunks.ownership import glob_matches
 
-    ranged = {g.path for t in tasks if t.active for g in t.grants if g.kind == "range"}
+    ranged = {g.path for t in tasks if t.active for g in t.grants if g.kind != "glob"}
     globs = [g.path for t in tasks if t.active for g in t.grants if g.kind == "glob"]
     return lambda path: path in ranged or any(glob_matches(p, path) for p in globs)
 
@@ -168,7 +168,7 @@ def select(tv: TreeView, task: Task, claims: set[tuple[str, str]] | None = None,
         part(amb.change).hunks.append(amb.hunk)
         att.placed[id(amb.hunk)] = amb.placed[task.id]
     for c in sel.changes:
-        c.hunks.sort(key=lambda h: (h.old_start, h.old_lines))
+        c.hunks.sort(key=lambda h: (h.old_start, h.old_lines, h.new_start))
     sel.changes.sort(key=lambda c: c.path)
     return sel
 
@@ -201,15 +201,26 @@ def _spec_matches(spec: str, amb: Ambiguous) -> bool:
     return lo <= first and last <= hi
 
 
+def _narrowness(spec: str) -> int:
+    """How narrow an answer is: `all` 1, a whole file 2, lines of a file 3."""
+    if spec == "all":
+        return 1
+    _path, sep, lines = spec.rpartition(":")
+    return 3 if sep and lines and all(p.isdigit() for p in lines.split("-", 1)) else 2
+
+
 def decide_boundaries(sel: Selection, claim: Sequence[str], disclaim: Sequence[str]) -> list[str]:
     """Apply a worker's --claim / --disclaim to the contested boundary changes of its own
     view (`select` with no claims takes them all): a disclaimed one leaves the selection.
-    Returns the undecided ones, each as `PATH:LINES (reason)`; a change both claimed and
-    disclaimed counts as undecided."""
+    Returns the undecided ones, each as `PATH:LINES (reason)`. A change both claimed and
+    disclaimed goes with the narrower answer (`--claim f.py:12 --disclaim all`: line 12 is
+    mine, the rest is not); answered as narrowly both ways, it is undecided."""
     undecided: list[str] = []
     for amb in list(sel.claimed_ambiguous):
-        yes = any(_spec_matches(s, amb) for s in claim)
-        no = any(_spec_matches(s, amb) for s in disclaim)
+        yes = max((_narrowness(s) for s in claim if _spec_matches(s, amb)), default=0)
+        no = max((_narrowness(s) for s in disclaim if _spec_matches(s, amb)), default=0)
+        if yes and no and yes != no:
+            yes, no = (yes, 0) if yes > no else (0, no)
         if yes and not no:
             continue
         if no and not yes:
@@ -356,17 +367,28 @@ def task_entries(repo: Path, tv: TreeView, task: Task, sel: Selection) -> list[C
         base = tv.old_texts.get(c.path)
         if base is None:
             base = blobs.get(c.old_oid)
+        # Lines at a shared point: their identities, wherever among the point's lines they
+        # stand (another holder's lines committed there first move nothing of these).
+        # (Line by line: one task's lines there are one hunk once they are its own, one
+        # contest each while they were not.)
+        pointed = sorted(hashlib.sha256(line).hexdigest() for h in c.hunks if id(h) in att.at_point
+                         for line in split_lines(h.added))
+        digests = [hashlib.sha256(("point:" + ",".join(pointed)).encode()).hexdigest()] if pointed else []
+        hunks = [h for h in c.hunks if id(h) not in att.at_point]
+        if not hunks:
+            entry.regions = digests
+            continue
         if c.path not in ranges:
-            if len(c.hunks) == len(full[c.path].hunks):
+            if len(hunks) == len(full[c.path].hunks):
                 ident = f"file:{c.new_mode}:{c.new_oid}".encode()
             else:
                 assert base is not None
-                ident = b"content:" + splice(base, c.hunks)
-            entry.regions = [hashlib.sha256(ident).hexdigest()]
+                ident = b"content:" + splice(base, hunks)
+            entry.regions = sorted(digests + [hashlib.sha256(ident).hexdigest()])
             continue
         assert base is not None
         held: list[list[diff.Hunk]] = [[] for _ in ranges[c.path]]
-        for h in c.hunks:
+        for h in hunks:
             p = att.place(h)
             for i, g in enumerate(ranges[c.path]):
                 if range_relation(g, p) == "in":
@@ -375,7 +397,6 @@ def task_entries(repo: Path, tv: TreeView, task: Task, sel: Selection) -> list[C
             else:
                 held[0].append(h)  # not inside any range: the digest then cannot match
         old = split_lines(base)
-        digests = []
         for g, hs in zip(ranges[c.path], held, strict=True):
             if not hs:
                 continue

@@ -138,14 +138,17 @@ class RangeGrant(_GrantFields):
 
 class PointGrant(_GrantFields):
     """A shared insertion point: whole new lines inserted after line `start` of one file
-    (0: the top); `end` equals `start`. Several active tasks may hold the same point."""
+    (0: the top). Several active tasks may hold the same point. Lines inserted at it and
+    committed widen it: `end` is the last of them (`start` when there are none), and a
+    new line may go after any line from `start` to `end`."""
 
     kind: Literal["point"]
 
     def __str__(self) -> str:
+        span = f"+{self.start}" if self.end <= self.start else f"+{self.start}-{self.end}"
         if self.symbol:
-            return f"{self.path}::{self.symbol}+ (+{self.start})"
-        return f"{self.path}:+{self.start}"
+            return f"{self.path}::{self.symbol}+ ({span})"
+        return f"{self.path}:{span}"
 
 
 # A grant as tasks hold it; the state reads each as the kind it names.
@@ -190,13 +193,16 @@ def parse_grant(text: str) -> Grant:
     """A grant as people type it: GLOB, PATH:START-END, PATH:N, or PATH:+N (a point)."""
     if not isinstance(text, str) or not text.strip():
         raise UsageError("empty grant: give a GLOB, PATH:START-END or PATH:+N")
-    pt = re.match(r"^(?P<path>.+):\+(?P<line>\d+)$", text)
+    pt = re.match(r"^(?P<path>.+):\+(?P<line>\d+)(-(?P<last>\d+))?$", text)
     if pt:
         path = check_rel_path(pt["path"].removeprefix("./"), "grant")
         if any(c in path for c in "*?["):
             raise UsageError(f"grant {text!r}: an insertion point needs a plain file path, not a glob")
         n = int(pt["line"])
-        return PointGrant(kind="point", path=path, start=n, end=n)
+        last = int(pt["last"]) if pt["last"] else n
+        if last < n:
+            raise UsageError(f"grant {text!r}: a point's span is reversed ({n} > {last})")
+        return PointGrant(kind="point", path=path, start=n, end=last)
     m = _RANGE_RE.match(text)
     if m:
         path = check_rel_path(m["path"].removeprefix("./"), "grant")

@@ -337,7 +337,8 @@ def _acquire(path: Path, wait: float) -> Callable[[], None] | None:
             lock.acquire()
         except portalocker.exceptions.LockException:
             return None
-        return lock.release
+        release: Callable[[], None] = lock.release
+        return release
 
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
     deadline = time.monotonic() + wait
