@@ -25,19 +25,18 @@ the worker's selection and report, validation, and the splice `coord accept` com
 from __future__ import annotations
 
 import random
-import subprocess
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from hunkwise.shared import git as hw_git
-from hunkwise.shared.hunks.diff import FileChange, parse_patch, splice
-from hunkwise.shared.hunks.ownership import attribute, map_range
+from hunkwise.shared.hunks.diff import splice
+from hunkwise.shared.hunks.ownership import map_range
 from hunkwise.shared.state.models import DISCLAIMED, RangeGrant, Task, TaskState, WorkReport
 from hunkwise.shared.state.provenance import line_digest
 
-PATH = "m.py"
+from testing.oracle import PATH, Differ, report_of, view_of
+
 KINDS = ["delete", "decorate", "rename", "rewrite", "reformat", "drop-blank", "add-blank",
          "append", "change", "insert", "drop-same"]
 
@@ -206,38 +205,6 @@ def _edit(rng: random.Random, s: Seg, nl: str, last: bool) -> list[str]:
 
 # ---- driving the product ----------------------------------------------------------------
 
-class Differ:
-    """Real `git diff -U0` between two texts, with the product's pinned options."""
-
-    def __init__(self, where: Path) -> None:
-        self.a, self.b, self.where = where / "a", where / "b", where
-
-    def hunks(self, old: bytes, new: bytes) -> list:
-        self.a.write_bytes(old)
-        self.b.write_bytes(new)
-        out = subprocess.run(["git", "diff", "--no-index", "-U0", *hw_git.DIFF_PINS, "a", "b"],
-                             cwd=self.where, capture_output=True).stdout
-        return next(iter(parse_patch(out).values()), (False, []))[1]
-
-
-def _view(differ: Differ, old: bytes, new: bytes, tasks: list[Task], evidence):
-    from hunkwise.shared.hunks.taskview import TreeView
-
-    hunks = differ.hunks(old, new)
-    changes = ([FileChange(PATH, "M", "100644", "100644", "1" * 40, "2" * 40, False, hunks)]
-               if hunks else [])
-    att = attribute(changes, tasks, {PATH: old}, {PATH: evidence} if evidence else None)
-    return TreeView(None, changes, att, {PATH: old})  # type: ignore[arg-type]
-
-
-def _report(tid: str, entries: list) -> WorkReport:
-    return WorkReport(schema_version=1, task_id=tid, status="done", session=None,
-                      created_at="2026-01-01T00:00:00Z", base_commit=None, title=tid, expect="e",
-                      summary="", changes=entries, patch_sha256="0" * 64, snapshot="", revision=1,
-                      report_id=f"r-{tid}", checks=[], overlaps=[], unfinished=[],
-                      proposed_commit={"subject": tid, "body": ""})
-
-
 def _evidence(sc: Scenario) -> dict[str, tuple[dict[str, int], dict[str, int]]]:
     """What the hooks record: per task, the lines its edits wrote and removed."""
     wrote: dict[str, dict[str, int]] = {}
@@ -270,7 +237,7 @@ def run_scenario(seed: int, differ: Differ, provenance: bool) -> tuple[int, list
                                                                    start=a, end=b)],
                      state=TaskState.IN_PROGRESS, created_at=0.0, updated_at=0.0)
              for t, (a, b) in sc.grants().items()}
-    tv = _view(differ, base, final, list(tasks.values()), evidence)
+    tv = view_of(differ, base, final, list(tasks.values()), evidence)
     truth = sc.spans(set(sc.tasks))
     reports: dict[str, WorkReport] = {}
     asked = 0
@@ -293,7 +260,7 @@ def run_scenario(seed: int, differ: Differ, provenance: bool) -> tuple[int, list
         if any(tid in tids for _ch, _h, tids in tv.attribution.conflicts):
             undecidable.add(tid)  # `worker done` refuses: an edit it cannot claim
         left = decide_boundaries(sel, claim, disclaim)
-        reports[tid] = _report(tid, task_entries(Path("."), tv, task, sel))
+        reports[tid] = report_of(tid, task_entries(Path("."), tv, task, sel))
         task.claimed = identities_of_selection(tv, task, sel)
         for amb in sel.disclaimed_ambiguous:
             task.claimed.setdefault(PATH, []).append(DISCLAIMED + amb.canon)
@@ -313,7 +280,7 @@ def run_scenario(seed: int, differ: Differ, provenance: bool) -> tuple[int, list
             refusals.append(tid)
             continue
         active = [t for t in tasks.values() if t.active]
-        now = _view(differ, head, final, active, evidence)
+        now = view_of(differ, head, final, active, evidence)
         v = assess(Path("."), now, tasks, tasks[tid], reports[tid])
         if v.findings:
             # A refusal is never a wrong commit. Besides the ambiguous (what the file and

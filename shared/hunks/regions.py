@@ -163,7 +163,8 @@ def divide(old: Sequence[bytes], new: Sequence[bytes], hunks: Sequence[Hunk],
     bounds = {r.end for r in regions[:-1]}
     # A point's positions are all boundaries of it: an insertion among the lines committed
     # at a point is solved as one at its edge is.
-    inner = {q: r.end for r in regions if r.point for q in range(r.start, r.end)}
+    inner = {q: {r.start - 1, r.end} & bounds for r in regions if r.point
+             for q in range(r.start, r.end)}
     # A boundary needs the exact division when a hunk (at any placement) touches it, or
     # touches the runs of identical lines on either side of it and the line beyond each:
     # through such a run an equal-cost division can move lines across the boundary even
@@ -173,7 +174,8 @@ def divide(old: Sequence[bytes], new: Sequence[bytes], hunks: Sequence[Hunk],
     for ps in places:
         for p in ps:
             dirty |= _touched(p, bounds)
-            dirty |= {inner[q] for q in _touched(p, set(inner))}
+            for q in _touched(p, set(inner)):
+                dirty |= inner[q]
             lo, hi = (p.old_start, p.old_start) if not p.old_lines else (
                 p.old_start, p.old_start + p.old_lines - 1)
             dirty |= {b for b, (a, z) in near.items() if lo <= z and hi >= a - (not p.old_lines)}
@@ -343,10 +345,11 @@ def _solve(old: Sequence[bytes], new: Sequence[bytes], regs: Sequence[Region], l
             # Its lines: its own share, and the lines contested at its two boundaries.
             m_lo = settled[k - 1][0] if k > 0 else 0
             m_hi = settled[k][1] if k < len(settled) else width
-            got, contests = _point_hunks(ow, nw, regs, k, lo, nlo, (m_lo, s, min(e, m_hi) if e >= s else s, m_hi),
+            got, contests, clashes = _point_hunks(ow, nw, regs, k, lo, nlo, (m_lo, s, min(e, m_hi) if e >= s else s, m_hi),
                                          evidence)
             owned += got
             out.contests += contests
+            out.conflicts += clashes
             out.at_point.update(id(h) for h, _ in got)
             out.at_point.update(id(c.hunk) for c in contests)
             continue
@@ -407,6 +410,9 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
     split = [bool(old_of[k] and old_of[k + 1] and _words(old_of[k][-1]) == _words(old_of[k + 1][0]))
              for k in range(len(regs) - 1)]
     table: dict[bytes, int] = {}
+    beside = [not r.point and ((k > 0 and regs[k - 1].point)
+                               or (k + 1 < len(regs) and regs[k + 1].point))
+              for k, r in enumerate(regs)]
 
     def cost_row(k: int, s: int) -> list[int]:
         """Region k's cost on non-blank lines against nw[s:e], for every e >= s."""
@@ -437,16 +443,11 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
                     # holder's edit may have written one.)
                     told += bool(held & set(writers)) and _strong(line)
             return (-row[e - s], told, 0, 0, 0, 0)
+        # A region keeps the most of its old lines, blank ones too: the lines beside it
+        # (a point's, a neighbour's) are inserted next to them, never in place of them.
+        kept = _kept(old, share) if beside[k] else 0
         if r.owner is None:
-            # A gap beside a point keeps its edge line there (the point's lines are
-            # inserted next to it, not in place of it).
-            edges = 0
-            if share and old:
-                if k > 0 and regs[k - 1].point and share[:1] == old[:1]:
-                    edges += 1
-                if k < len(regs) - 1 and regs[k + 1].point and share[-1:] == old[-1:]:
-                    edges += 1
-            return (-row[e - s], 0, int(share == old), 0, 0, edges)
+            return (-row[e - s], 0, int(share == old) + kept, 0, 0, 0)
         told = 0
         if ev:
             if not _consistent(old, share, r.owner, ev):
@@ -464,7 +465,7 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
                 edges += 1
             if k < len(regs) - 1 and ps[-1:] == po[-1:] and not split[k]:
                 edges += 1
-        return (-row[e - s], told, 0, _anchors(old, share, unique), _in_place(old, share),
+        return (-row[e - s], told, kept, _anchors(old, share, unique), _in_place(old, share),
                 edges)
 
     def solve(ev: Evidence | None, order: tuple[int, ...] = (0, 1, 2, 3, 4, 5)
@@ -597,6 +598,14 @@ def _anchors(old: list[bytes], share: list[bytes], unique: frozenset[bytes]) -> 
     return sum(size for _i, _j, size in sm.get_matching_blocks())
 
 
+def _kept(old: list[bytes], share: list[bytes]) -> int:
+    """How many of a region's old lines its share keeps, in order."""
+    if not old or not share:
+        return 0
+    sm = difflib.SequenceMatcher(None, old, share, autojunk=False)
+    return sum(size for _i, _j, size in sm.get_matching_blocks())
+
+
 def _in_place(old: list[bytes], share: list[bytes]) -> int:
     """Lines of a region replaced, in order, by lines much like them (`_alike`)."""
     a = [_words(x) for x in old if _strong(x)]
@@ -716,7 +725,7 @@ def _hunk(old: list[bytes], share: list[bytes], i1: int, i2: int, j1: int, j2: i
 
 def _point_hunks(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], k: int, lo: int,
                  nlo: int, cuts: tuple[int, int, int, int], evidence: Evidence | None
-                 ) -> tuple[list[tuple[Hunk, str | None]], list[Contest]]:
+                 ) -> tuple[list[tuple[Hunk, str | None]], list[Contest], list[tuple[Hunk, list[str]]]]:
     """A point's lines, each settled on its own (SPEC.md: at a shared insertion point each
     holder owns the whole lines its report claims there).
 
@@ -757,9 +766,13 @@ def _point_hunks(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], k: in
             got.add(right.owner)
         return sorted(got)
 
+    # A line that occurs twice among the point's lines (and the lines beside it) says
+    # nothing of which copy is whose, nor where each goes: never committed, for anyone.
+    near = Counter(nw[max(m_lo - 2, 0):m_hi + 2])
     budget: dict[str, Counter[str]] = {}
     on_record = {t for w, g in (evidence or {}).values() for t in (*w, *g)}
-    decided: dict[int, str | None | list[str]] = {}  # nw index -> owner, None, or contenders
+    # nw index -> owner, None, contenders, or ("twice", the tasks it blocks)
+    decided: dict[int, str | None | list[str] | tuple[str, list[str]]] = {}
     # Lines that hold a word first: a blank line's record is spent last.
     for q, j, margin in sorted(items, key=lambda it: not _strong(nw[it[1]])):
         cands = candidates(q)
@@ -767,7 +780,9 @@ def _point_hunks(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], k: in
         writers = (evidence or {}).get(d, _NONE)[0]
         left_of = budget.setdefault(d, Counter(writers))
         w = [t for t in cands if left_of[t] > 0]
-        if len(w) == 1:
+        if near[nw[j]] > 1 and _strong(nw[j]):
+            decided[j] = ("twice", [t for t in cands if writers.get(t)] or cands)
+        elif len(w) == 1:
             left_of[w[0]] -= 1
             decided[j] = w[0]
         elif len(w) > 1:
@@ -785,6 +800,7 @@ def _point_hunks(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], k: in
         seen[nw[j]] += 1
         ordinal[j] = seen[nw[j]]
     contests: list[Contest] = []
+    conflicts: list[tuple[Hunk, list[str]]] = []
     run: list[tuple[int, int]] = []  # (position, index) of one owner's consecutive lines
 
     def flush() -> None:
@@ -797,6 +813,10 @@ def _point_hunks(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], k: in
 
     for q, j, _margin in sorted(items, key=lambda it: it[1]):
         who = decided[j]
+        if isinstance(who, tuple):
+            flush()
+            conflicts.append((Hunk(q, 0, nlo + j, 1, b"", nw[j]), who[1] or r.tasks))
+            continue
         if isinstance(who, list):
             flush()
             line = nw[j]
@@ -814,7 +834,7 @@ def _point_hunks(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], k: in
             flush()
         run.append((q, j))
     flush()
-    return owned, contests
+    return owned, contests, conflicts
 
 
 def _point_canon(before: bytes, line: bytes, ordinal: int) -> str:

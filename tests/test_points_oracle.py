@@ -1,0 +1,352 @@
+"""Shared insertion points, proved by an oracle that knows who inserted each line.
+
+A module with a list (`__all__`), functions held as line ranges, and shared points
+(`PATH:+N`) held by one to three tasks each: inside the list, after a function's range (a
+range's edge: the range's holder may insert there too), between two functions, at the
+top and at the end of the file. Every holder inserts its lines at its point among the
+lines the others inserted there (a block of its own, or spread out): names, blank lines,
+a copy of the line the point follows, the same line another holder inserts. Range holders
+edit their functions at the same time, on both sides of the points: a decorator on the
+first line, a line appended at the end, a rewritten line, the whole function deleted.
+
+Every task reports on the tree holding every edit, then the tasks are accepted in a
+random order. After every accept HEAD must be exactly the base plus the accepted tasks'
+lines: never a byte of another task, never a partial commit. A refusal is allowed only as
+ambiguous (no record and no answer says whose a line is) or stale.
+
+- Without provenance, each worker answers what `worker done` asks (`--claim` of its own
+  lines, `--disclaim` of the others'), truthfully, line by line.
+- With provenance (each task's written lines, as the agent hooks record them), nobody is
+  asked anything where the record settles it.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+
+import pytest
+from hunkwise.shared.hunks.diff import splice
+from hunkwise.shared.hunks.ownership import map_grant
+from hunkwise.shared.state.models import (
+    DISCLAIMED,
+    Grant,
+    PointGrant,
+    RangeGrant,
+    Task,
+    TaskState,
+    WorkReport,
+)
+from hunkwise.shared.state.provenance import line_digest
+
+from testing.oracle import PATH, Differ, report_of, view_of
+
+
+@dataclass
+class Piece:
+    kind: str                          # "gap", "range", "point"
+    orig: list[str] = field(default_factory=list)
+    final: list[str] = field(default_factory=list)
+    owner: str | None = None           # a range's task
+    holders: list[str] = field(default_factory=list)
+    inserted: list[tuple[str, str]] = field(default_factory=list)  # a point's (task, line)
+
+
+@dataclass
+class Scenario:
+    seed: int
+    pieces: list[Piece]
+    tasks: list[str]
+
+    def lines(self, accepted: set[str]) -> list[tuple[str | None, str]]:
+        """(who made it, line) of HEAD + the accepted tasks' edits; None: the base's."""
+        out: list[tuple[str | None, str]] = []
+        for p in self.pieces:
+            if p.kind == "gap":
+                out += [(None, x) for x in p.orig]
+            elif p.kind == "range":
+                # A range's lines are its holder's, kept ones too (as a worker reads its
+                # own function), once it is accepted.
+                src = p.final if p.owner in accepted else p.orig
+                who = p.owner if p.owner in accepted else None
+                out += [(who, x) for x in src]
+            else:
+                out += [(t, x) for t, x in p.inserted if t in accepted]
+        return out
+
+    def text(self, accepted: set[str]) -> bytes:
+        return "".join(x for _w, x in self.lines(accepted)).encode()
+
+    def grants(self) -> dict[str, list[Grant]]:
+        out: dict[str, list[Grant]] = {t: [] for t in self.tasks}
+        at = 0
+        for p in self.pieces:
+            if p.kind == "range" and p.owner:
+                out[p.owner].append(RangeGrant(kind="range", path=PATH, start=at + 1,
+                                               end=at + len(p.orig)))
+            if p.kind == "point":
+                for t in p.holders:
+                    out[t].append(PointGrant(kind="point", path=PATH, start=at, end=at))
+            at += len(p.orig)
+        return out
+
+    def describe(self) -> str:
+        rows = [f"seed {self.seed}"]
+        for p in self.pieces:
+            if p.kind == "point":
+                rows.append(f"  point {p.holders}: {p.inserted}")
+            else:
+                rows.append(f"  {p.kind} {p.owner}: {p.orig} -> {p.final}")
+        return "\n".join(rows)
+
+
+def build(seed: int, weak: bool = False) -> Scenario:
+    """A scenario; with `weak`, holders also insert blank lines and copies of the line
+    their point follows (lines that tell nothing of where they belong)."""
+    rng = random.Random(seed)
+    nf = rng.randint(2, 4)
+    names = [f"f{k}" for k in range(nf)]
+    pieces: list[Piece] = [Piece("gap", ['"""A module."""\n', "\n", "__all__ = [\n"]
+                                 + [f'    "{n}",\n' for n in names[:-1]])]
+    list_point = Piece("point")
+    pieces += [list_point, Piece("gap", [f'    "{names[-1]}",\n', "]\n", "\n", "\n"])]
+    ranged = [f"r{k}" for k in range(nf)]
+    for k, n in enumerate(names):
+        body = [f"def {n}(x):\n", f"    y = x + {k}\n", "    return y\n", "\n", "\n"]
+        owner = ranged[k] if rng.random() < 0.85 else None
+        pieces.append(Piece("range" if owner else "gap", body, owner=owner))
+        if rng.random() < 0.5:
+            pieces.append(Piece("point"))  # after a function: at a range's edge
+        if k < nf - 1 and rng.random() < 0.3:
+            pieces.append(Piece("gap", ["# a comment between\n", "\n"]))
+    if rng.random() < 0.6:
+        pieces.append(Piece("point"))  # the end of the file
+    if rng.random() < 0.3:
+        pieces.insert(0, Piece("point"))  # the top
+    # Adjacent points are one point; a point between two ranges lies at both edges.
+    merged: list[Piece] = []
+    for p in pieces:
+        if p.kind == "point" and merged and merged[-1].kind == "point":
+            continue
+        merged.append(p)
+    pieces = merged
+    points = [p for p in pieces if p.kind == "point"]
+    holders = [f"p{k}" for k in range(4)]
+    for p in points:
+        p.holders = rng.sample(holders, rng.randint(1, 3))
+        i = pieces.index(p)
+        before = pieces[i - 1] if i > 0 else None
+        if before is not None and before.kind == "range" and rng.random() < 0.4:
+            p.holders.append(before.owner or "")  # the function's own point (PATH::NAME+)
+        p.holders = sorted({h for h in p.holders if h})
+    tasks = sorted({p.owner for p in pieces if p.kind == "range" and p.owner}
+                   | {h for p in points for h in p.holders})
+    sc = Scenario(seed, pieces, tasks)
+    for p in pieces:
+        if p.kind == "range":
+            _edit_range(rng, p)
+    for p in points:
+        i = pieces.index(p)
+        above = next((q for q in reversed(pieces[:i]) if q.orig), None)
+        last = above.orig[-1] if above else "\n"
+        for t in rng.sample(p.holders, len(p.holders)):
+            _insert(rng, p, t, last, weak)
+    return sc
+
+
+def _edit_range(rng: random.Random, p: Piece) -> None:
+    lines = list(p.orig)
+    kind = rng.choice(["none", "decorate", "append", "change", "first", "delete", "blank"])
+    if kind == "decorate":
+        lines.insert(0, "@cache\n")
+    elif kind == "append":
+        lines[-1:-1] = ["def helper():\n", "    pass\n", "\n"]
+    elif kind == "change":
+        lines[1] = lines[1].replace("+", "-")
+    elif kind == "first":
+        lines[0] = lines[0].replace("(x)", "(x, z=None)")
+    elif kind == "delete":
+        lines = []
+    elif kind == "blank":
+        lines.append("\n")
+    p.final = lines
+
+
+def _insert(rng: random.Random, p: Piece, t: str, last: str, weak: bool) -> None:
+    """A holder's lines at its point, among those the others inserted there."""
+    mine: list[str] = []
+    for k in range(rng.randint(1, 3)):
+        r = rng.random()
+        others = [x for w, x in p.inserted if w != t]
+        if r < 0.55 or (not weak and r < 0.8):
+            mine.append(f'    "{t}_{k}",\n')
+        elif r < 0.7:
+            mine.append("\n")
+        elif r < 0.8:
+            mine.append(last)  # a copy of the line the point follows
+        elif r < 0.9 and others:
+            mine.append(rng.choice(others))  # what another holder inserted too
+        else:
+            mine.append(f"{t}_{k} = {k}\n")
+    if rng.random() < 0.6:
+        at = rng.randint(0, len(p.inserted))
+        p.inserted[at:at] = [(t, x) for x in mine]
+    else:
+        for x in mine:
+            p.inserted.insert(rng.randint(0, len(p.inserted)), (t, x))
+
+
+def _evidence(sc: Scenario) -> dict[str, tuple[dict[str, int], dict[str, int]]]:
+    wrote: dict[str, Counter[str]] = {}
+    gone: dict[str, Counter[str]] = {}
+    for p in sc.pieces:
+        if p.kind == "range" and p.owner:
+            wrote.setdefault(p.owner, Counter()).update(Counter(p.final) - Counter(p.orig))
+            gone.setdefault(p.owner, Counter()).update(Counter(p.orig) - Counter(p.final))
+        for t, x in p.inserted:
+            wrote.setdefault(t, Counter())[x] += 1
+    out: dict[str, tuple[dict[str, int], dict[str, int]]] = {}
+    for t, c in wrote.items():
+        for x, n in c.items():
+            out.setdefault(line_digest(x.encode()), ({}, {}))[0][t] = n
+    for t, c in gone.items():
+        for x, n in c.items():
+            out.setdefault(line_digest(x.encode()), ({}, {}))[1][t] = n
+    return out
+
+
+def run_scenario(seed: int, differ: Differ, provenance: bool,
+                 weak: bool = False) -> tuple[int, list[str], int]:
+    """(accepted, refused tasks, questions the workers were asked)."""
+    from hunkwise.coordinator.review import assess
+    from hunkwise.shared.hunks.taskview import (
+        decide_boundaries,
+        identities_of_selection,
+        select,
+        task_entries,
+    )
+
+    sc = build(seed, weak)
+    base, final = sc.text(set()), sc.text(set(sc.tasks))
+    who = [w for w, _x in sc.lines(set(sc.tasks))]  # who made each line of the final tree
+    evidence = _evidence(sc) if provenance else None
+    tasks = {t: Task(id=t, title=t, expect="e", grants=gs, state=TaskState.IN_PROGRESS,
+                     created_at=0.0, updated_at=0.0) for t, gs in sc.grants().items()}
+    tv = view_of(differ, base, final, list(tasks.values()), evidence)
+    reports: dict[str, WorkReport] = {}
+    asked = 0
+    undecidable: set[str] = set()
+    for tid, task in tasks.items():
+        sel = select(tv, task)
+        claim, disclaim = [], []
+        for amb in sel.claimed_ambiguous:
+            asked += 1
+            h = amb.hunk
+            lines = who[h.new_start - 1:h.new_start - 1 + h.new_lines]
+            where = f"{PATH}:{h.new_start}-{h.new_start + h.new_lines - 1}"
+            if all(w == tid for w in lines):
+                claim.append(where)
+            elif all(w != tid for w in lines):
+                disclaim.append(where)
+            else:
+                undecidable.add(tid)  # lines of both: no truthful answer
+        if any(tid in tids for _ch, _h, tids in tv.attribution.conflicts):
+            undecidable.add(tid)
+        left = decide_boundaries(sel, claim, disclaim)
+        reports[tid] = report_of(tid, task_entries(__import__("pathlib").Path("."), tv, task, sel))
+        task.claimed = identities_of_selection(tv, task, sel)
+        for amb in sel.disclaimed_ambiguous:
+            task.claimed.setdefault(PATH, []).append(DISCLAIMED + amb.canon)
+        if left:
+            undecidable.add(tid)
+    for task in tasks.values():
+        task.state = TaskState.REPORTED
+
+    rng = random.Random(seed * 7 + 3)
+    order = list(sc.tasks)
+    rng.shuffle(order)
+    head = base
+    accepted: set[str] = set()
+    refusals: list[str] = []
+    for tid in order:
+        if tid in undecidable:
+            refusals.append(tid)
+            continue
+        active = [t for t in tasks.values() if t.active]
+        now = view_of(differ, head, final, active, evidence)
+        v = assess(__import__("pathlib").Path("."), now, tasks, tasks[tid], reports[tid])
+        if v.findings:
+            codes = {f.code for f in v.findings}
+            assert codes <= {"ambiguous", "stale-report", "missing-change", "unreported-change"}, \
+                f"{tid} refused with {v.findings}\n{sc.describe()}"
+            refusals.append(tid)
+            continue
+        assert v.selection is not None
+        mine = v.selection.changes
+        new_head = splice(head, mine[0].hunks if mine else [])
+        accepted.add(tid)
+        want = sc.text(accepted)
+        assert new_head == want, (f"seed {seed}: accepting {tid} gives a wrong commit "
+                                  f"(accepted {sorted(accepted)}, provenance {provenance})\n"
+                                  f"{sc.describe()}\ngot  {new_head!r}\nwant {want!r}")
+        tasks[tid].state = TaskState.ACCEPTED
+        moved = differ.hunks(head, new_head)
+        for t in tasks.values():
+            if t.active:
+                for g in t.grants:
+                    map_grant(g, moved)
+        head = new_head
+    return len(accepted), refusals, asked
+
+
+SEEDS = range(120)
+CHUNKS = 3
+# Without provenance these seeds still give a wrong commit: a range deleted beside a point
+# with copies of a holder's line at another point (47), and a helper appended at the end of
+# a range whose neighbour is deleted beside a point (78). Left open; see docs/ownership.md.
+KNOWN_WRONG = {47, 78}
+# With blank lines and copies of the line a point follows among the holders' lines (a line
+# that tells nothing of where it belongs), wrong commits remain, with and without
+# provenance: the first seeds that show it.
+KNOWN_WRONG_WEAK = [(17, False), (18, False), (2, True), (9, True)]
+
+
+@pytest.fixture(scope="module")
+def differ(tmp_path_factory: pytest.TempPathFactory) -> Differ:
+    return Differ(tmp_path_factory.mktemp("points"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("chunk", range(CHUNKS))
+@pytest.mark.parametrize("provenance", [False, True], ids=["answers", "provenance"])
+def test_no_accept_at_a_shared_point_commits_a_byte_of_another_task(
+        chunk: int, provenance: bool, differ: Differ) -> None:
+    for seed in SEEDS[chunk::CHUNKS]:
+        if not provenance and seed in KNOWN_WRONG:
+            continue
+        run_scenario(seed, differ, provenance)
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError,
+                   reason="open: wrong commits at shared points without provenance")
+@pytest.mark.parametrize("seed", sorted(KNOWN_WRONG))
+def test_known_wrong_commits_at_a_shared_point(seed: int, differ: Differ) -> None:
+    run_scenario(seed, differ, provenance=False)
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError,
+                   reason="open: blank lines and copies of a neighbour's line at a point")
+@pytest.mark.parametrize(("seed", "provenance"), KNOWN_WRONG_WEAK)
+def test_known_wrong_commits_with_lines_that_tell_nothing(seed: int, provenance: bool,
+                                                          differ: Differ) -> None:
+    run_scenario(seed, differ, provenance, weak=True)
+
+
+def test_with_provenance_the_holders_of_a_point_are_asked_little(differ: Differ) -> None:
+    """The record settles who inserted which line: a tenth of the questions."""
+    asked_with = asked_without = 0
+    for seed in range(20):
+        asked_with += run_scenario(seed, differ, provenance=True)[2]
+        asked_without += run_scenario(seed, differ, provenance=False)[2]
+    assert asked_with * 10 <= asked_without, (asked_with, asked_without)
