@@ -1,18 +1,29 @@
 """What the attribution oracles share: real `git diff -U0` between two texts, the tree
-view of one file, and a report as `worker done` writes it."""
+view of one file, a report as `worker done` writes it, and the play itself: every task
+reports, then the accepts in a random order, each checked against the truth."""
 
 from __future__ import annotations
 
+import random
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from hunkwise.shared import git as hw_git
-from hunkwise.shared.hunks.diff import FileChange, Hunk, parse_patch
-from hunkwise.shared.hunks.ownership import attribute
-from hunkwise.shared.state.models import ChangeEntry, Task, WorkReport
+from hunkwise.shared.hunks.diff import FileChange, Hunk, parse_patch, splice
+from hunkwise.shared.hunks.ownership import attribute, map_grant
+from hunkwise.shared.state.models import (
+    DISCLAIMED,
+    ChangeEntry,
+    Grant,
+    Task,
+    TaskState,
+    WorkReport,
+)
 
 if TYPE_CHECKING:
+    from hunkwise.shared.hunks.ownership import Ambiguous
     from hunkwise.shared.hunks.taskview import TreeView
 
 PATH = "m.py"
@@ -48,3 +59,103 @@ def report_of(tid: str, entries: list[ChangeEntry]) -> WorkReport:
                       summary="", changes=entries, patch_sha256="0" * 64, snapshot="", revision=1,
                       report_id=f"r-{tid}", checks=[], overlaps=[], unfinished=[],
                       proposed_commit={"subject": tid, "body": ""})  # type: ignore[arg-type]
+
+
+class Story(Protocol):
+    """What an oracle's scenario tells the driver: the file with a set of tasks' edits
+    applied (the base with none, the tree with all), and itself, for a failure."""
+
+    tasks: list[str]
+
+    def text(self, accepted: set[str]) -> bytes: ...
+
+    def describe(self) -> str: ...
+
+
+# A worker's truthful answer about a contested change: its own, not its own, or (None)
+# lines of both, which no answer fits.
+Answer = Callable[[str, "Ambiguous"], bool | None]
+
+
+def play(sc: Story, grants: dict[str, list[Grant]], differ: Differ, evidence: Any,
+         answer: Answer, order_seed: int, label: str) -> tuple[int, list[str], int]:
+    """Every task reports as `worker done` does, on the tree holding every edit (answering
+    what it is asked with `answer`); then the tasks are accepted in a random order, and
+    after every accept HEAD must be exactly the base plus the accepted tasks' edits.
+    Returns (accepted, refused tasks, questions asked)."""
+    from hunkwise.coordinator.review import assess
+    from hunkwise.shared.hunks.taskview import (
+        decide_boundaries,
+        identities_of_selection,
+        select,
+        task_entries,
+    )
+
+    base, final = sc.text(set()), sc.text(set(sc.tasks))
+    tasks = {t: Task(id=t, title=t, expect="e", grants=gs, state=TaskState.IN_PROGRESS,
+                     created_at=0.0, updated_at=0.0) for t, gs in grants.items()}
+    tv = view_of(differ, base, final, list(tasks.values()), evidence)
+    reports: dict[str, WorkReport] = {}
+    asked = 0
+    undecidable: set[str] = set()
+    for tid, task in tasks.items():
+        sel = select(tv, task)
+        claim: list[str] = []
+        disclaim: list[str] = []
+        for amb in sel.claimed_ambiguous:
+            asked += 1
+            h = amb.hunk
+            where = f"{PATH}:{h.new_start}-{h.new_start + h.new_lines - 1}"
+            says = answer(tid, amb)
+            if says is None:
+                undecidable.add(tid)  # lines of both: no truthful answer; the worker stops
+            else:
+                (claim if says else disclaim).append(where)
+        if any(tid in tids for _ch, _h, tids in tv.attribution.conflicts):
+            undecidable.add(tid)  # `worker done` refuses: an edit it cannot claim
+        if decide_boundaries(sel, claim, disclaim):
+            undecidable.add(tid)
+        reports[tid] = report_of(tid, task_entries(Path("."), tv, task, sel))
+        task.claimed = identities_of_selection(tv, task, sel)
+        for amb in sel.disclaimed_ambiguous:
+            task.claimed.setdefault(PATH, []).append(DISCLAIMED + amb.canon)
+    for task in tasks.values():
+        task.state = TaskState.REPORTED
+
+    order = list(sc.tasks)
+    random.Random(order_seed).shuffle(order)
+    head = base
+    accepted: set[str] = set()
+    refusals: list[str] = []
+    for tid in order:
+        if tid in undecidable:
+            refusals.append(tid)
+            continue
+        active = [t for t in tasks.values() if t.active]
+        v = assess(Path("."), view_of(differ, head, final, active, evidence), tasks,
+                   tasks[tid], reports[tid])
+        if v.findings:
+            # A refusal is never a wrong commit. Besides the ambiguous (what the file and
+            # the record cannot tell), a division that moved since the report (another
+            # task's commit beside it changed which lines tie) is refused as stale.
+            codes = {f.code for f in v.findings}
+            assert codes <= {"ambiguous", "stale-report", "missing-change", "unreported-change"}, \
+                f"{tid} refused with {v.findings}\n{sc.describe()}"
+            refusals.append(tid)
+            continue
+        assert v.selection is not None
+        mine = v.selection.changes
+        new_head = splice(head, mine[0].hunks if mine else [])
+        accepted.add(tid)
+        want = sc.text(accepted)
+        assert new_head == want, (f"{label}: accepting {tid} gives a wrong commit "
+                                  f"(accepted {sorted(accepted)})\n"
+                                  f"{sc.describe()}\ngot  {new_head!r}\nwant {want!r}")
+        tasks[tid].state = TaskState.ACCEPTED
+        moved = differ.hunks(head, new_head)
+        for t in tasks.values():
+            if t.active:
+                for g in t.grants:
+                    map_grant(g, moved)
+        head = new_head
+    return len(accepted), refusals, asked

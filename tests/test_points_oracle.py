@@ -27,20 +27,15 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 import pytest
-from hunkwise.shared.hunks.diff import splice
-from hunkwise.shared.hunks.ownership import map_grant
+from hunkwise.shared.hunks.ownership import Ambiguous
 from hunkwise.shared.state.models import (
-    DISCLAIMED,
     Grant,
     PointGrant,
     RangeGrant,
-    Task,
-    TaskState,
-    WorkReport,
 )
 from hunkwise.shared.state.provenance import line_digest
 
-from testing.oracle import PATH, Differ, report_of, view_of
+from testing.oracle import PATH, Differ, play
 
 
 @dataclass
@@ -219,85 +214,17 @@ def _evidence(sc: Scenario) -> dict[str, tuple[dict[str, int], dict[str, int]]]:
 def run_scenario(seed: int, differ: Differ, provenance: bool,
                  weak: bool = False) -> tuple[int, list[str], int]:
     """(accepted, refused tasks, questions the workers were asked)."""
-    from hunkwise.coordinator.review import assess
-    from hunkwise.shared.hunks.taskview import (
-        decide_boundaries,
-        identities_of_selection,
-        select,
-        task_entries,
-    )
-
     sc = build(seed, weak)
-    base, final = sc.text(set()), sc.text(set(sc.tasks))
     who = [w for w, _x in sc.lines(set(sc.tasks))]  # who made each line of the final tree
-    evidence = _evidence(sc) if provenance else None
-    tasks = {t: Task(id=t, title=t, expect="e", grants=gs, state=TaskState.IN_PROGRESS,
-                     created_at=0.0, updated_at=0.0) for t, gs in sc.grants().items()}
-    tv = view_of(differ, base, final, list(tasks.values()), evidence)
-    reports: dict[str, WorkReport] = {}
-    asked = 0
-    undecidable: set[str] = set()
-    for tid, task in tasks.items():
-        sel = select(tv, task)
-        claim, disclaim = [], []
-        for amb in sel.claimed_ambiguous:
-            asked += 1
-            h = amb.hunk
-            lines = who[h.new_start - 1:h.new_start - 1 + h.new_lines]
-            where = f"{PATH}:{h.new_start}-{h.new_start + h.new_lines - 1}"
-            if all(w == tid for w in lines):
-                claim.append(where)
-            elif all(w != tid for w in lines):
-                disclaim.append(where)
-            else:
-                undecidable.add(tid)  # lines of both: no truthful answer
-        if any(tid in tids for _ch, _h, tids in tv.attribution.conflicts):
-            undecidable.add(tid)
-        left = decide_boundaries(sel, claim, disclaim)
-        reports[tid] = report_of(tid, task_entries(__import__("pathlib").Path("."), tv, task, sel))
-        task.claimed = identities_of_selection(tv, task, sel)
-        for amb in sel.disclaimed_ambiguous:
-            task.claimed.setdefault(PATH, []).append(DISCLAIMED + amb.canon)
-        if left:
-            undecidable.add(tid)
-    for task in tasks.values():
-        task.state = TaskState.REPORTED
 
-    rng = random.Random(seed * 7 + 3)
-    order = list(sc.tasks)
-    rng.shuffle(order)
-    head = base
-    accepted: set[str] = set()
-    refusals: list[str] = []
-    for tid in order:
-        if tid in undecidable:
-            refusals.append(tid)
-            continue
-        active = [t for t in tasks.values() if t.active]
-        now = view_of(differ, head, final, active, evidence)
-        v = assess(__import__("pathlib").Path("."), now, tasks, tasks[tid], reports[tid])
-        if v.findings:
-            codes = {f.code for f in v.findings}
-            assert codes <= {"ambiguous", "stale-report", "missing-change", "unreported-change"}, \
-                f"{tid} refused with {v.findings}\n{sc.describe()}"
-            refusals.append(tid)
-            continue
-        assert v.selection is not None
-        mine = v.selection.changes
-        new_head = splice(head, mine[0].hunks if mine else [])
-        accepted.add(tid)
-        want = sc.text(accepted)
-        assert new_head == want, (f"seed {seed}: accepting {tid} gives a wrong commit "
-                                  f"(accepted {sorted(accepted)}, provenance {provenance})\n"
-                                  f"{sc.describe()}\ngot  {new_head!r}\nwant {want!r}")
-        tasks[tid].state = TaskState.ACCEPTED
-        moved = differ.hunks(head, new_head)
-        for t in tasks.values():
-            if t.active:
-                for g in t.grants:
-                    map_grant(g, moved)
-        head = new_head
-    return len(accepted), refusals, asked
+    def answer(tid: str, amb: Ambiguous) -> bool | None:
+        lines = who[amb.hunk.new_start - 1:amb.hunk.new_start - 1 + amb.hunk.new_lines]
+        if all(w == tid for w in lines):
+            return True
+        return False if all(w != tid for w in lines) else None
+
+    return play(sc, sc.grants(), differ, _evidence(sc) if provenance else None, answer,
+                seed * 7 + 3, f"seed {seed} (provenance {provenance})")
 
 
 SEEDS = range(120)

@@ -27,15 +27,13 @@ from __future__ import annotations
 import random
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
-from hunkwise.shared.hunks.diff import splice
-from hunkwise.shared.hunks.ownership import map_range
-from hunkwise.shared.state.models import DISCLAIMED, RangeGrant, Task, TaskState, WorkReport
+from hunkwise.shared.hunks.ownership import Ambiguous
+from hunkwise.shared.state.models import Grant, RangeGrant
 from hunkwise.shared.state.provenance import line_digest
 
-from testing.oracle import PATH, Differ, report_of, view_of
+from testing.oracle import PATH, Differ, play
 
 KINDS = ["delete", "decorate", "rename", "rewrite", "reformat", "drop-blank", "add-blank",
          "append", "change", "insert", "drop-same"]
@@ -222,91 +220,23 @@ def _evidence(sc: Scenario) -> dict[str, tuple[dict[str, int], dict[str, int]]]:
 
 def run_scenario(seed: int, differ: Differ, provenance: bool) -> tuple[int, list[str], int]:
     """(accepted, refused tasks, boundary questions the workers were asked)."""
-    from hunkwise.coordinator.review import assess
-    from hunkwise.shared.hunks.taskview import (
-        decide_boundaries,
-        identities_of_selection,
-        select,
-        task_entries,
-    )
-
     sc = build(seed)
-    base, final = sc.text(set()), sc.text(set(sc.tasks))
-    evidence = _evidence(sc) if provenance else None
-    tasks = {t: Task(id=t, title=t, expect="e", grants=[RangeGrant(kind="range", path=PATH,
-                                                                   start=a, end=b)],
-                     state=TaskState.IN_PROGRESS, created_at=0.0, updated_at=0.0)
-             for t, (a, b) in sc.grants().items()}
-    tv = view_of(differ, base, final, list(tasks.values()), evidence)
     truth = sc.spans(set(sc.tasks))
-    reports: dict[str, WorkReport] = {}
-    asked = 0
-    undecidable: set[str] = set()
-    for tid, task in tasks.items():
-        sel = select(tv, task)
-        claim, disclaim = [], []
-        lo, hi = truth[tid]
-        for amb in sel.claimed_ambiguous:
-            asked += 1
-            a = amb.hunk.new_start - 1
-            b = a + amb.hunk.new_lines
-            where = f"{PATH}:{amb.hunk.new_start}-{amb.hunk.new_start + amb.hunk.new_lines - 1}"
-            if lo <= a and b <= hi:
-                claim.append(where)
-            elif b <= lo or a >= hi:
-                disclaim.append(where)
-            else:
-                undecidable.add(tid)  # lines of both: no truthful answer; the worker stops
-        if any(tid in tids for _ch, _h, tids in tv.attribution.conflicts):
-            undecidable.add(tid)  # `worker done` refuses: an edit it cannot claim
-        left = decide_boundaries(sel, claim, disclaim)
-        reports[tid] = report_of(tid, task_entries(Path("."), tv, task, sel))
-        task.claimed = identities_of_selection(tv, task, sel)
-        for amb in sel.disclaimed_ambiguous:
-            task.claimed.setdefault(PATH, []).append(DISCLAIMED + amb.canon)
-        if left:
-            undecidable.add(tid)
-    for task in tasks.values():
-        task.state = TaskState.REPORTED
 
-    rng = random.Random(seed * 7 + 1)
-    order = list(sc.tasks)
-    rng.shuffle(order)
-    head = base
-    accepted: set[str] = set()
-    refusals: list[str] = []
-    for tid in order:
-        if tid in undecidable:
-            refusals.append(tid)
-            continue
-        active = [t for t in tasks.values() if t.active]
-        now = view_of(differ, head, final, active, evidence)
-        v = assess(Path("."), now, tasks, tasks[tid], reports[tid])
-        if v.findings:
-            # A refusal is never a wrong commit. Besides the ambiguous (what the file and
-            # the record cannot tell), a division that moved since the report (another
-            # task's commit beside it changed which lines tie) is refused as stale.
-            codes = {f.code for f in v.findings}
-            assert codes <= {"ambiguous", "stale-report", "missing-change", "unreported-change"}, \
-                f"{tid} refused with {v.findings}\n{sc.describe()}"
-            refusals.append(tid)
-            continue
-        assert v.selection is not None
-        mine = v.selection.changes
-        new_head = splice(head, mine[0].hunks if mine else [])
-        accepted.add(tid)
-        want = sc.text(accepted)
-        assert new_head == want, (f"seed {seed}: accepting {tid} gives a wrong commit "
-                                  f"(accepted {sorted(accepted)}, provenance {provenance})\n"
-                                  f"{sc.describe()}\ngot  {new_head!r}\nwant {want!r}")
-        tasks[tid].state = TaskState.ACCEPTED
-        moved = differ.hunks(head, new_head)
-        for t in tasks.values():
-            if t.active:
-                g = t.grants[0]
-                g.start, g.end = map_range(g.start, g.end, moved)
-        head = new_head
-    return len(accepted), refusals, asked
+    def answer(tid: str, amb: Ambiguous) -> bool | None:
+        """From what the worker did: its function's lines in the tree are its own."""
+        lo, hi = truth[tid]
+        a = amb.hunk.new_start - 1
+        b = a + amb.hunk.new_lines
+        if lo <= a and b <= hi:
+            return True
+        return False if b <= lo or a >= hi else None
+
+    grants: dict[str, list[Grant]] = {
+        t: [RangeGrant(kind="range", path=PATH, start=a, end=b)]
+        for t, (a, b) in sc.grants().items()}
+    return play(sc, grants, differ, _evidence(sc) if provenance else None, answer,
+                seed * 7 + 1, f"seed {seed} (provenance {provenance})")
 
 
 SEEDS = range(520)

@@ -471,15 +471,16 @@ def _judge(result: Attribution, ch: FileChange, h: Hunk, places: list[Hunk],
 
 # ---- range re-mapping through commits ----------------------------------------------------
 
-def map_point(n: int, hunks: Sequence[Hunk]) -> int:
+def map_point(n: int, hunks: Sequence[Hunk], *, joining: bool = False) -> int:
     """Map an insertion point (after old line `n`; 0 is the top) through -U0 hunks old ->
     new: the point moves with line `n`. Lines inserted right after line `n` (at the point
-    itself) leave it where it is, before them; where line `n` itself is replaced or
-    removed, the point goes after what took its place."""
+    itself) leave it where it is, before them, or, `joining`, after them (they join it:
+    a point's last position); where line `n` itself is replaced or removed, the point
+    goes after what took its place."""
     delta = 0
     for h in hunks:  # in old-line order, as diff prints them
         if h.old_lines == 0:
-            if h.old_start < n:
+            if h.old_start < n or (joining and h.old_start == n):
                 delta += h.new_lines
             continue
         lo, hi = h.old_start, h.old_start + h.old_lines - 1
@@ -493,31 +494,12 @@ def map_point(n: int, hunks: Sequence[Hunk]) -> int:
     return max(n + delta, 0)
 
 
-def map_point_end(n: int, hunks: Sequence[Hunk]) -> int:
-    """Map a point's last position through -U0 hunks old -> new: lines inserted right
-    after line `n` join the point (they were inserted at it), so it ends after them."""
-    delta = 0
-    for h in hunks:  # in old-line order, as diff prints them
-        if h.old_lines == 0:
-            if h.old_start <= n:
-                delta += h.new_lines
-            continue
-        lo, hi = h.old_start, h.old_start + h.old_lines - 1
-        if hi < n:
-            delta += h.new_lines - h.old_lines
-        elif lo <= n:
-            return h.new_start + h.new_lines - 1 if h.new_lines else h.new_start
-        else:
-            break
-    return max(n + delta, 0)
-
-
 def map_point_span(start: int, end: int, hunks: Sequence[Hunk]) -> tuple[int, int]:
     """A point's positions `start`..`end` (after old line q, for each q) through -U0 hunks
     old -> new. The lines inserted at it (and committed) widen it: a holder's line can go
     anywhere among the lines the point's holders inserted there before."""
     s = map_point(start, hunks)
-    return s, max(s, map_point_end(end, hunks))
+    return s, max(s, map_point(end, hunks, joining=True))
 
 
 def map_grant(g: Grant, hunks: Sequence[Hunk]) -> None:
