@@ -98,10 +98,8 @@ def snapshot_diff(ctx: Ctx, task_id: str, *, stat: bool = False) -> DiffResult:
     The same selection and splice as accept, on a view of base -> snapshot with every
     active task's grants mapped to the base.
     """
-    from hunkwise.shared.hunks import diff, snapshot
+    from hunkwise.shared.hunks import snapshot
     from hunkwise.shared.hunks.commitplan import plan_commit
-    from hunkwise.shared.hunks.ownership import attribute
-    from hunkwise.shared.hunks.taskview import TreeView
     from hunkwise.shared.machines import chains, remote
 
     state = store.load(ctx.lay)
@@ -116,14 +114,9 @@ def snapshot_diff(ctx: Ctx, task_id: str, *, stat: bool = False) -> DiffResult:
     ranges_at = mir["ranges_at"].get(owner) if owner else state.ranges_at
     tasks = [remote.grants_at(ctx.repo, t, ranges_at, base_tree) for t in active_tasks(state)]
     task = next((t for t in tasks if t.id == task_id), task)
-    changes = diff.diff_trees(ctx.repo, base_tree, snap_tree)
-    ranged = {g.path for t in tasks for g in t.grants if g.kind != "glob"}
-    todo = [c for c in changes if c.path in ranged and c.splittable and c.hunks]
-    blobs = git.cat_blobs(ctx.repo, [c.old_oid for c in todo]) if todo else {}
-    old_texts = {c.path: blobs[c.old_oid] for c in todo}
     snap = snapshot.Snapshot(tree=git.Sha(snap_tree), head=git.Sha(report.base_commit or ""),
-                         head_tree=git.Sha(base_tree))
-    tv = TreeView(snap, changes, attribute(changes, tasks, old_texts), old_texts)
+                             head_tree=git.Sha(base_tree))
+    tv = view(ctx.repo, tasks, snap)
     claims = {(e.path, h.sha256) for e in report.changes for h in e.hunks}
     sel = select(tv, task, claims)
     doc: DiffResult = {"task": task_id, "base": report.base_commit, "files": [], "patch": "",

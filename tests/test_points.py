@@ -133,3 +133,107 @@ def test_coord_commit_refuses_a_file_a_task_holds_a_point_in(coord: Cli, repo: P
     write(repo, "f.txt", numbered(11))
     r = coord(repo, "commit", "f.txt", "-m", "mine")
     assert r.code == 3 and "A" in r.doc["error"]["message"]
+
+
+def test_lines_committed_at_a_point_widen_it() -> None:
+    g = _p(5)
+    map_grant(g, [_ins(5, 3)])  # three lines inserted at the point, committed
+    assert (g.start, g.end) == (5, 8) and str(g) == "f:+5-8"
+    map_grant(g, [_ins(2, 1)])  # a line above pushes the whole span down
+    assert (g.start, g.end) == (6, 9)
+    assert parse_grant("f:+6-9") == g
+
+
+# ---- two holders at one point, end to end ------------------------------------------------
+
+LIST = "names = [\n    'a',\n    'b',\n]\n"
+
+
+def two_holders(make_repo: MakeRepo, coord: Cli, worker: Cli) -> tuple[Path, dict[str, str]]:
+    repo = make_repo({"m.py": LIST})
+    sessions = {}
+    for tid in ("A", "B"):
+        ok(coord(repo, "assign", tid, "--title", tid, "--expect", "e", "--write", "m.py:+3"))
+        sessions[tid] = ok(worker(repo, "start", tid))["session"]
+    write(repo, "m.py", LIST.replace("    'b',\n", "    'b',\n    'from_b',\n    'from_a',\n"))
+    return repo, sessions
+
+
+def test_worker_done_asks_about_each_line_at_a_shared_point(make_repo: MakeRepo, coord: Cli,
+                                                            worker: Cli) -> None:
+    repo, s = two_holders(make_repo, coord, worker)
+    r = worker(repo, "done", "A", session=s["A"])
+    assert r.code == 1
+    message = r.doc["error"]["message"]
+    assert "m.py:4 " in message and "m.py:5 " in message and "shared point" in message
+    assert not list((repo / ".git" / "coord" / "inbox").glob("*.json"))  # nothing delivered
+    # The narrower answer wins: line 5 is A's, every other line is not.
+    ok(worker(repo, "done", "A", "--claim", "m.py:5", "--disclaim", "all", session=s["A"]))
+    ok(worker(repo, "done", "B", "--claim", "m.py:4", "--disclaim", "all", session=s["B"]))
+    ok(coord(repo, "accept", "B"))
+    assert git(repo, "show", "HEAD:m.py") == LIST.replace("    'b',\n", "    'b',\n    'from_b',\n")
+    ok(coord(repo, "accept", "A"))
+    assert git(repo, "show", "HEAD:m.py") == (repo / "m.py").read_text()
+    assert git(repo, "status", "--porcelain") == ""
+
+
+def test_a_line_both_holders_claim_is_committed_for_neither(make_repo: MakeRepo, coord: Cli,
+                                                            worker: Cli) -> None:
+    repo, s = two_holders(make_repo, coord, worker)
+    ok(worker(repo, "done", "A", "--claim", "m.py:4-5", session=s["A"]))
+    ok(worker(repo, "done", "B", "--claim", "m.py:4", "--disclaim", "all", session=s["B"]))
+    root = git(repo, "rev-parse", "HEAD")
+    for tid in ("A", "B"):
+        r = coord(repo, "accept", tid)
+        assert r.code == 1 and "ambiguous" in r.doc["error"]["message"], r.stdout
+    assert git(repo, "rev-parse", "HEAD") == root
+
+
+def test_a_worded_line_two_holders_added_is_never_committed(make_repo: MakeRepo, coord: Cli,
+                                                            worker: Cli) -> None:
+    """Both added the same name: nothing tells which copy is whose."""
+    repo, s = two_holders(make_repo, coord, worker)
+    write(repo, "m.py", LIST.replace("    'b',\n", "    'b',\n    'same',\n    'same',\n"))
+    r = worker(repo, "done", "A", "--claim", "m.py:4", "--disclaim", "all", session=s["A"])
+    assert r.code == 1 and "cannot be claimed" in r.doc["error"]["message"], r.stdout
+
+
+def test_every_command_shows_a_range_where_a_commit_would_map_it(make_repo: MakeRepo,
+                                                                 coord: Cli, worker: Cli) -> None:
+    """`coord diff` maps through git's hunks as `worker start` does, never through the
+    region division's (which writes an edge insertion as a replacement of the edge line)."""
+    repo = make_repo({"m.py": numbered(12)})
+    for tid, grant in (("A", "m.py:1-4"), ("B", "m.py:5-10")):
+        ok(coord(repo, "assign", tid, "--title", tid, "--expect", "e", "--write", grant))
+    s = ok(worker(repo, "start", "B"))["session"]
+    lines = numbered(12).splitlines(keepends=True)
+    write(repo, "m.py", "".join(lines[:10] + ["after ten\n"] + lines[10:]))
+    started = [p["lines"] for p in ok(worker(repo, "start", "B", session=s))["places"]]
+    shown = [p["lines"] for p in ok(coord(repo, "diff", "B"))["places"]]
+    assert shown == started
+
+
+def test_a_contested_line_keeps_its_identity_whatever_else_is_inserted_at_the_point() -> None:
+    """A report claims a contested line by its identity: another holder's line at the
+    point's other edge (which moves where the window of the division starts) changes
+    nothing of it."""
+    from hunkwise.shared.hunks.regions import divide, regions_of
+    from hunkwise.shared.hunks.slide import placements
+
+    old = [f"line {k}\n".encode() for k in range(1, 21)]
+
+    def canon_of_x(new: list[bytes]) -> set[str]:
+        import difflib
+
+        hunks = []
+        for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new).get_opcodes():
+            if tag != "equal":
+                hunks.append(Hunk(i1 + 1 if i2 > i1 else i1, i2 - i1, j1 + 1 if j2 > j1 else j1,
+                                  j2 - j1, b"".join(old[i1:i2]), b"".join(new[j1:j2])))
+        regs = regions_of(len(old), [], [(10, 13, "A"), (10, 13, "B")])
+        div = divide(old, new, hunks, placements(old, hunks), regs)
+        return {c.canon or "" for c in div.contests if c.hunk.added == b"X\n"}
+
+    one = old[:13] + [b"X\n"] + old[13:]
+    two = old[:10] + [b"Y\n"] + old[10:13] + [b"X\n"] + old[13:]
+    assert canon_of_x(one) and canon_of_x(one) == canon_of_x(two)

@@ -66,6 +66,9 @@ class FileChange:
     new_oid: str
     binary: bool = False
     hunks: list[Hunk] = field(default_factory=list)
+    # git's own -U0 hunks, where attribution replaced `hunks` by a division's (an edge
+    # insertion there is a replacement of the edge line): what grants map through.
+    git_hunks: list[Hunk] | None = field(default=None, repr=False, compare=False)
 
     @property
     def splittable(self) -> bool:

@@ -397,6 +397,7 @@ def _by_region(result: Attribution, ch: FileChange, old: list[bytes],
     regs = regions_of(len(old), [(g.start, g.end, tid) for tid, g in range_grants],
                       [(g.start, g.end, tid) for tid, g in point_grants])
     div = divide(old, new, ch.hunks, placements(old, ch.hunks), regs, evidence)
+    ch.git_hunks = list(ch.hunks)
     ch.hunks[:] = div.hunks
     result.at_point |= div.at_point
     for h, places in zip(ch.hunks, placements(old, ch.hunks), strict=True):

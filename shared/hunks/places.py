@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from hunkwise.shared import git
 from hunkwise.shared.hunks.diff import FileChange, split_lines
-from hunkwise.shared.hunks.ownership import map_point, map_range
+from hunkwise.shared.hunks.ownership import map_point_span, map_range
 from hunkwise.shared.state.models import ChangeEntry, Grant, Task, span_text
 
 if TYPE_CHECKING:
@@ -58,12 +58,11 @@ def place_of(g: Grant, change: FileChange | None, tree_lines: list[bytes] | None
     if change is not None:
         if change.status == "D" or not change.splittable:
             tree = None
-        elif g.kind == "point":
-            n = map_point(g.start, change.hunks)
-            tree = [n, max(n, map_point(g.end, change.hunks))]
         else:
-            s, e = map_range(g.start, g.end, change.hunks)
-            tree = [s, e]
+            # Through git's hunks, as a commit re-maps grants (never a division's).
+            hunks = change.hunks if change.git_hunks is None else change.git_hunks
+            tree = list(map_point_span(g.start, g.end, hunks) if g.kind == "point"
+                        else map_range(g.start, g.end, hunks))
     mark = None
     if tree is not None and tree_lines is not None:
         mark = landmark(tree_lines, tree[0])

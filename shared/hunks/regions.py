@@ -345,8 +345,10 @@ def _solve(old: Sequence[bytes], new: Sequence[bytes], regs: Sequence[Region], l
             # Its lines: its own share, and the lines contested at its two boundaries.
             m_lo = settled[k - 1][0] if k > 0 else 0
             m_hi = settled[k][1] if k < len(settled) else width
-            got, contests, clashes = _point_hunks(ow, nw, regs, k, lo, nlo, (m_lo, s, min(e, m_hi) if e >= s else s, m_hi),
-                                         evidence)
+            # (The line it follows, from the whole file: a window may start at the point.)
+            follows = old[r.start - 2] if r.start >= 2 else b""
+            got, contests, clashes = _point_hunks(ow, nw, regs, k, lo, nlo, (m_lo, s, e, m_hi),
+                                                  evidence, follows)
             owned += got
             out.contests += contests
             out.conflicts += clashes
@@ -355,7 +357,7 @@ def _solve(old: Sequence[bytes], new: Sequence[bytes], regs: Sequence[Region], l
             continue
         owned += [(h, r.owner) for h in _region_hunks(ow, nw, r, lo, nlo, s, e, n_old)]
     for k, (c_lo, c_hi, contest) in enumerate(settled):
-        if contest is None or c_lo == c_hi or regs[k].point or regs[k + 1].point:
+        if contest is None:  # (never at a point: its lines are settled one by one)
             continue
         b = regs[k].end
         block = nw[c_lo:c_hi]
@@ -724,8 +726,8 @@ def _hunk(old: list[bytes], share: list[bytes], i1: int, i2: int, j1: int, j2: i
 # ---- shared insertion points --------------------------------------------------------------
 
 def _point_hunks(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], k: int, lo: int,
-                 nlo: int, cuts: tuple[int, int, int, int], evidence: Evidence | None
-                 ) -> tuple[list[tuple[Hunk, str | None]], list[Contest], list[tuple[Hunk, list[str]]]]:
+                 nlo: int, cuts: tuple[int, int, int, int], evidence: Evidence | None,
+                 follows: bytes) -> tuple[list[tuple[Hunk, str | None]], list[Contest], list[tuple[Hunk, list[str]]]]:
     """A point's lines, each settled on its own (SPEC.md: at a shared insertion point each
     holder owns the whole lines its report claims there).
 
@@ -793,7 +795,6 @@ def _point_hunks(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], k: in
             decided[j] = cands[0]
         else:
             decided[j] = cands
-    before = ow[r.start - lo - 1] if r.start - lo - 1 >= 0 else b""
     seen: Counter[bytes] = Counter()
     ordinal: dict[int, int] = {}
     for j in range(m_lo, m_hi):
@@ -828,7 +829,7 @@ def _point_hunks(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], k: in
                 Hunk(q, 0, nlo + j, 1, b"", line), tasks,
                 f"a line inserted at {where}, which {' and '.join(tasks)} may hold, and "
                 "nothing recorded whose it is",
-                _point_canon(before, line, ordinal[j])))
+                _point_canon(follows, line, ordinal[j])))
             continue
         if run and (run[-1][0] != q or decided[run[-1][1]] != who or run[-1][1] != j - 1):
             flush()
@@ -837,13 +838,13 @@ def _point_hunks(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], k: in
     return owned, contests, conflicts
 
 
-def _point_canon(before: bytes, line: bytes, ordinal: int) -> str:
+def _point_canon(follows: bytes, line: bytes, ordinal: int) -> str:
     """A contested point line's identity: its bytes, the line the point follows, and which
     of the point's equal lines it is (two holders may insert the same blank line)."""
     import hashlib
 
     d = hashlib.sha256(b"point\0")
-    for part in (before, str(ordinal).encode(), line):
+    for part in (follows, str(ordinal).encode(), line):
         d.update(len(part).to_bytes(8, "big"))
         d.update(part)
     return d.hexdigest()
