@@ -132,6 +132,20 @@ def test_reject_discard_under_autocrlf_keeps_the_other_tasks_line_endings(
     assert git(repo, "show", f"{commit}:a.txt") == "l1\nl2\nL3\nl4\n"
 
 
+def test_reject_discard_of_a_file_git_takes_for_binary_under_an_eol_attribute(
+        coord: Cli, worker: Cli, make_repo: MakeRepo) -> None:
+    """A NUL byte makes git print "Binary files differ": the discard still writes HEAD's
+    content back (was: it silently kept the task's bytes, and said it had discarded)."""
+    repo = make_repo({"a.dat": "l1\n\0l2\nl3\n", ".gitattributes": "*.dat text eol=crlf\n"})
+    ok(coord(repo, "assign", "t1", "--title", "T", "--expect", "E", "--write", "a.dat"))
+    ok(worker(repo, "start", "t1", session=S))
+    write(repo, "a.dat", b"L1\r\n\0l2\r\nl3\r\n")
+    ok(worker(repo, "done", "t1", session=S))
+    ok(coord(repo, "reject", "t1", "--note", "no", "--discard"))
+    assert (repo / "a.dat").read_bytes().replace(b"\r\n", b"\n") == b"l1\n\0l2\nl3\n"
+    assert git(repo, "diff", "--stat") == ""
+
+
 def test_a_file_whose_name_ends_in_a_space_can_be_granted(coord: Cli, worker: Cli,
                                                           make_repo: MakeRepo) -> None:
     repo = make_repo({"note ": "a\n", "note": "plain\n"})

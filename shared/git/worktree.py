@@ -140,9 +140,12 @@ def _keep_unchanged_lines(repo: Path, path: str, was: str, oid: str, smudged: by
     if len(cr) != len(cc) or len(ns) != len(nc) or not all(map(_same_line, cr, cc)) \
             or not all(map(_same_line, ns, nc)):
         return smudged
+    spans = _hunk_spans(repo, was, oid)
+    if not spans and cur_clean != new_clean:
+        return smudged  # (no line-wise diff to follow: the whole checkout form)
     out: list[bytes] = []
     at = 0  # lines of the old file copied or skipped so far
-    for old_start, old_len, new_start, new_len in _hunk_spans(repo, was, oid):
+    for old_start, old_len, new_start, new_len in spans:
         keep_to = old_start if old_len == 0 else old_start - 1
         out += cr[at:keep_to]
         first_new = new_start if new_len == 0 else new_start - 1
@@ -156,8 +159,8 @@ def _hunk_spans(repo: Path, old: str, new: str) -> list[tuple[int, int, int, int
     """(old start, old count, new start, new count) of each hunk between two blobs."""
     import re
 
-    out = git.run(repo, "diff", "-U0", "--no-color", "--no-ext-diff", "--no-textconv", old, new,
-                  ok_codes=(0, 1))
+    # --text: a file git takes for binary (a NUL byte) still gets its hunks.
+    out = git.run(repo, "diff", "-U0", "--text", *git.DIFF_PINS, old, new, ok_codes=(0, 1))
     spans = []
     for m in re.finditer(rb"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@", out, re.M):
         spans.append((int(m[1]), int(m[2] if m[2] is not None else 1),
