@@ -36,6 +36,10 @@ if TYPE_CHECKING:  # call records are plain os.path strings: no pathlib on every
 CALLS = "calls"
 CALL_REFS = "refs/hunkwise/calls"
 KEEP_S = 600.0  # closed call records older than this are pruned
+# A call whose after-hook never came (the agent was killed mid-call; an agent that sends
+# no after-event for a failed call) stops counting as running after this long, and its
+# records are pruned: one lost record must not suspend every other session's put-back.
+OPEN_S = 3600.0
 Key = list[int]  # (inode, size, mtime_ns)
 Entry = tuple[str, str]  # (mode, blob id)
 
@@ -192,16 +196,25 @@ def _prune(d: str, now: float) -> None:
     except OSError:
         return
     for name in names:
+        path = os.path.join(d, name)
         if name.startswith("done-"):
             try:
                 end = float(name.split("-", 2)[1])
             except (IndexError, ValueError):
                 continue
-            if end < now - KEEP_S:
-                try:
-                    os.unlink(os.path.join(d, name))
-                except OSError:
-                    pass
+            stale = end < now - KEEP_S
+        elif name.startswith(("open-", "before-")):
+            try:
+                stale = os.stat(path).st_mtime < now - OPEN_S
+            except OSError:
+                continue
+        else:
+            continue
+        if stale:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
 
 
 def overlapping(root: str, who: str, start: float, end: float) -> tuple[bool, set[str]]:
@@ -233,6 +246,8 @@ def overlapping(root: str, who: str, start: float, end: float) -> tuple[bool, se
             continue
         if not isinstance(rec.get("start"), (int, float)) or rec["start"] > end:
             continue
+        if name.startswith("open-") and rec["start"] < start - OPEN_S:
+            continue  # its after-hook never came (OPEN_S)
         named = rec.get("paths")
         if isinstance(named, list):
             paths.update(p for p in named if isinstance(p, str))

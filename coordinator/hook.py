@@ -224,8 +224,10 @@ def post(text: str, env: Mapping[str, str]) -> Result:
     # Context, not `decision: "block"`: a blocking PostToolUse hook ends Claude Code's turn
     # (unless configured with continueOnBlock, 2.1.139); the agent should read this and go
     # on. `systemMessage` shows it to the user as well. Codex reads both fields the same.
+    event = data.get("hook_event_name")
     doc = {"systemMessage": message,
-           "hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": message}}
+           "hookSpecificOutput": {"hookEventName": event if event == "PostToolUseFailure"
+                                  else "PostToolUse", "additionalContext": message}}
     return 0, json.dumps(doc) + "\n", ""
 
 

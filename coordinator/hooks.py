@@ -297,6 +297,9 @@ _EVENTS: dict[str, list[tuple[str, str, str, int]]] = {
     # (event, matcher, hook argument, timeout in seconds)
     "claude": [("PreToolUse", _CLAUDE_TOOLS, "pre", 60),
                ("PostToolUse", _CLAUDE_TOOLS, "post", 120),
+               # A failed or interrupted call (a shell command exiting non-zero) fires
+               # this instead of PostToolUse: it is closed and checked the same way.
+               ("PostToolUseFailure", _CLAUDE_TOOLS, "post", 120),
                ("ConfigChange", "local_settings|project_settings", "config", 30)],
     "codex": [("PreToolUse", "Bash|apply_patch", "pre", 60),
               ("PostToolUse", "Bash|apply_patch", "post", 120)],
@@ -473,7 +476,7 @@ def _events(path: Path, data: dict[str, Any]) -> dict[str, Any]:
     hooks = data.setdefault("hooks", {})
     if not isinstance(hooks, dict):
         raise UsageError(f"{path}: \"hooks\" is not a JSON object; nothing was changed")
-    for event in ("PreToolUse", "PostToolUse", "ConfigChange"):
+    for event in ("PreToolUse", "PostToolUse", "PostToolUseFailure", "ConfigChange"):
         if event in hooks and not isinstance(hooks[event], list):
             raise UsageError(f"{path}: \"hooks.{event}\" is not a list; nothing was changed")
     return hooks

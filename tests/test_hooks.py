@@ -47,6 +47,8 @@ def payload(event: str, repo: Path, tool: str, tool_input: dict[str, Any], *,
                            "tool_input": tool_input, "tool_use_id": use}
     if event == "PostToolUse":
         doc["tool_response"] = {"success": True}
+    if event == "PostToolUseFailure":
+        doc.update(error="Command exited with non-zero status code 1", is_interrupt=False)
     return json.dumps(doc).encode()
 
 
@@ -148,6 +150,52 @@ def test_a_shell_write_onto_another_task_s_file_is_put_back_at_once(
     assert git(repo, "show", f"{kept.strip()}:b.txt") == "mine\n"
 
 
+def test_a_failed_shell_call_is_checked_and_closed_as_a_successful_one(
+        make_repo: MakeRepo, coord: Cli, worker: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Claude Code sends a call that fails (a command exiting non-zero) to
+    PostToolUseFailure, never to PostToolUse: what it wrote outside its grants is put back
+    all the same, and its record closes (an open one would make every other session's
+    call look overlapped, and nothing would be put back)."""
+    import time
+
+    from hunkwise.coordinator import bracket
+
+    repo, _sa, _sb = two_tasks(make_repo, coord, worker, monkeypatch)
+    theirs = (repo / "b.txt").read_bytes()
+    command = ("python3 -c \"import pathlib as p; p.Path('b.txt').write_text('mine\\n')\"; "
+               "exit 1")
+    e = env_of()
+    assert hook.run("pre", payload("PreToolUse", repo, "Bash", {"command": command}), e)[0] == 0
+    subprocess.run(command, shell=True, cwd=repo, check=False)
+    code, out, _err = hook.run("post", payload("PostToolUseFailure", repo, "Bash",
+                                               {"command": command}), e)
+    doc = json.loads(out)
+    assert code == 0 and doc["hookSpecificOutput"]["hookEventName"] == "PostToolUseFailure"
+    assert "b.txt" in doc["systemMessage"] and (repo / "b.txt").read_bytes() == theirs
+    calls = bracket._calls(str(repo / ".git" / "coord"))
+    assert not [n for n in os.listdir(calls) if n.startswith("open-")]
+    # Closed: a call that starts after it does not overlap it.
+    after = time.time() + 1
+    assert bracket.overlapping(str(repo / ".git" / "coord"), "else", after, after) == (False, set())
+
+
+def test_a_call_whose_after_hook_never_came_stops_counting(
+        make_repo: MakeRepo, coord: Cli, worker: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    from hunkwise.coordinator import bracket
+
+    repo, _sa, _sb = two_tasks(make_repo, coord, worker, monkeypatch)
+    e = env_of()
+    assert hook.run("pre", payload("PreToolUse", repo, "Bash", {"command": "sleep 1"},
+                                   use="toolu_lost"), e)[0] == 0  # the agent dies mid-call
+    root = str(repo / ".git" / "coord")
+    now = time.time()
+    assert bracket.overlapping(root, "someone else", now, now)[0] is True
+    later = now + bracket.OPEN_S + 60
+    assert bracket.overlapping(root, "someone else", later, later) == (False, set())
+
+
 def test_a_change_while_another_session_s_call_ran_is_reported_never_undone(
         make_repo: MakeRepo, coord: Cli, worker: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
     repo, _sa, _sb = two_tasks(make_repo, coord, worker, monkeypatch)
@@ -216,7 +264,7 @@ def test_install_writes_every_hook_with_a_timeout_and_a_wrapper_that_fails_close
     doc = ok(coord(repo, "install-hooks", "--agent", "claude", "--agent", "codex"))
     assert any("exits 2" in n for n in doc["notes"])
     claude = json.loads((repo / ".claude" / "settings.local.json").read_text())["hooks"]
-    assert set(claude) == {"PreToolUse", "PostToolUse", "ConfigChange"}
+    assert set(claude) == {"PreToolUse", "PostToolUse", "PostToolUseFailure", "ConfigChange"}
     pre = claude["PreToolUse"][0]
     assert pre["matcher"].split("|") == ["Bash", "PowerShell", "Monitor", "Edit", "Write",
                                          "NotebookEdit"]
