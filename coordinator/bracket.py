@@ -148,6 +148,43 @@ def open_call(root: str, data: Mapping[str, Any], who: str, paths: list[str] | N
            rec)
 
 
+def keep_prior(root: str, data: Mapping[str, Any], path: str) -> None:
+    """Keep what `path` holds before a call that replaces it whole (a Write), for its
+    after-hook (`take_prior`); nothing when it does not exist yet."""
+    cid = call_id(data)
+    if cid is None:
+        return
+    d = _calls(root)
+    try:
+        with open(path, "rb") as f:
+            data_ = f.read()
+    except OSError:
+        return
+    os.makedirs(d, exist_ok=True)
+    tmp = os.path.join(d, f".was-{cid}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as f:
+        f.write(data_)
+    os.replace(tmp, os.path.join(d, f"was-{cid}"))
+
+
+def take_prior(root: str, data: Mapping[str, Any]) -> bytes | None:
+    """What `keep_prior` kept for this call, removed as it is read; None if nothing."""
+    cid = call_id(data)
+    if cid is None:
+        return None
+    path = os.path.join(_calls(root), f"was-{cid}")
+    try:
+        with open(path, "rb") as f:
+            got = f.read()
+    except OSError:
+        return None
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+    return got
+
+
 def _write(tmp: str, dest: str, doc: Any) -> None:
     with open(tmp, "w", encoding="utf-8") as f:
         f.write(json.dumps(doc, separators=(",", ":")))
@@ -203,7 +240,7 @@ def _prune(d: str, now: float) -> None:
             except (IndexError, ValueError):
                 continue
             stale = end < now - KEEP_S
-        elif name.startswith(("open-", "before-")):
+        elif name.startswith(("open-", "before-", "was-")):
             try:
                 stale = os.stat(path).st_mtime < now - OPEN_S
             except OSError:

@@ -168,6 +168,11 @@ def pre(text: str, env: Mapping[str, str]) -> Result:
                 return 0, "", f"hunkwise: the tree could not be recorded before this call ({e})"
     else:
         paths = [r for r in (_rel(top, p, data) for p in _written_paths(tool, ti)) if r]
+        target = ti.get("file_path")
+        if session and tool == "Write" and isinstance(target, str) and target:
+            # A Write replaces the whole file: what it changed is known only against what
+            # was there, kept until its after-hook.
+            bracket.keep_prior(root, data, os.path.join(top, target))
     bracket.open_call(root, data, _who(data, session), paths, before)
     return 0, "", ""
 
@@ -176,7 +181,13 @@ def _written_paths(tool: Any, ti: Mapping[str, Any]) -> list[str]:
     if tool in EDITS:
         p = ti.get("file_path") or ti.get("notebook_path")
         return [p] if isinstance(p, str) and p else []
-    return list(_patch_lines(_patch_text(ti) or ""))
+    text = _patch_text(ti) or ""
+    try:
+        from hunkwise.coordinator.applypatch import paths
+
+        return paths(text)  # deleted files too: another call's check must not undo them
+    except Exception:
+        return list(_patch_changes(text))
 
 
 # ---- PostToolUse --------------------------------------------------------------------------
@@ -198,10 +209,11 @@ def post(text: str, env: Mapping[str, str]) -> Result:
         return 0, "", ""
     ti = _tool_input(data)
     patch = _patch_text(ti) if tool in PATCHES or tool in SHELLS else None
-    if tool in EDITS or (patch and "*** Begin Patch" in patch):
+    if tool in EDITS or (tool in PATCHES and patch and "*** Begin Patch" in patch):
         _note_tool(top, root, session, tool, ti, data, patch)
-        if tool not in SHELLS:
-            return 0, "", ""
+        return 0, "", ""
+    # (A shell call's writes, an apply_patch run from it included, are noted by the
+    # check after it, once: bracket.after.)
     if tool not in SHELLS or rec is None or not isinstance(rec.get("before"), dict):
         return 0, "", ""
     held: list[list[Any]] = []  # the grants, read from the state only once a file changed
@@ -256,47 +268,81 @@ def _patch_text(ti: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _patch_lines(patch: str) -> dict[str, list[bytes]]:
-    """{path: added lines} of an apply_patch envelope (`*** Add File:` / `*** Update
-    File:` / `*** Move to:` sections, their `+` lines)."""
-    out: dict[str, list[bytes]] = {}
-    current: list[bytes] | None = None
+def _patch_changes(patch: str) -> dict[str, tuple[list[bytes], list[bytes]]]:
+    """{path: (added lines, removed lines)} of an apply_patch envelope (`*** Add File:` /
+    `*** Update File:` / `*** Move to:` sections, their `+` and `-` lines; a context line
+    is neither)."""
+    out: dict[str, tuple[list[bytes], list[bytes]]] = {}
+    current: tuple[list[bytes], list[bytes]] | None = None
     for raw in patch.split("\n"):
         line = raw.rstrip("\r")
         head = line.strip()
         for mark in ("*** Add File:", "*** Update File:", "*** Move to:"):
             if head.startswith(mark):
-                current = out.setdefault(head[len(mark):].strip(), [])
+                current = out.setdefault(head[len(mark):].strip(), ([], []))
                 break
         else:
             if head.startswith("*** Delete File:") or head.startswith("*** End Patch"):
                 current = None
             elif current is not None and line.startswith("+"):
-                current.append(line[1:].encode("utf-8", "replace"))
+                current[0].append(line[1:].encode("utf-8", "replace"))
+            elif current is not None and line.startswith("-"):
+                current[1].append(line[1:].encode("utf-8", "replace"))
     return {p: v for p, v in out.items() if p}
+
+
+def _changed(new: str | bytes, old: str | bytes) -> tuple[list[bytes], list[bytes]]:
+    """The lines `new` has that `old` has not, and those it lost (counted): a context
+    line an Edit's new_string repeats from its old_string is neither."""
+    from collections import Counter
+
+    def lines(t: str | bytes) -> Counter[bytes]:
+        b = t.encode("utf-8", "replace") if isinstance(t, str) else t
+        return Counter(b.split(b"\n"))
+
+    n, o = lines(new), lines(old)
+    return list((n - o).elements()), list((o - n).elements())
 
 
 def _note_tool(top: str, root: str, session: str, tool: Any, ti: Mapping[str, Any],
                data: Mapping[str, Any], patch: str | None) -> None:
-    """Provenance of a file tool call: the whole lines it wrote."""
+    """Provenance of a file tool call: the whole lines it wrote and removed, never the
+    lines it only repeated (an Edit's context, a Write's unchanged lines)."""
+    from hunkwise.coordinator import bracket
     from hunkwise.shared.state import provenance
 
-    written: dict[str, list[bytes]] = {}
+    changed: dict[str, tuple[list[bytes], list[bytes]]] = {}
     if tool in EDITS:
         p = ti.get("file_path") or ti.get("notebook_path")
-        texts = [ti.get(k) for k in ("new_string", "content", "new_source")]
+        pairs = [(ti.get("new_string"), ti.get("old_string"))]
         edits = ti.get("edits")
         if isinstance(edits, list):
-            texts += [e.get("new_string") for e in edits if isinstance(e, dict)]
+            pairs += [(e.get("new_string"), e.get("old_string")) for e in edits
+                      if isinstance(e, dict)]
+        added: list[bytes] = []
+        removed: list[bytes] = []
+        for new, old in pairs:
+            if isinstance(new, str):
+                a, r = _changed(new, old if isinstance(old, str) else "")
+                added += a
+                removed += r
+        content = ti.get("content")
+        if isinstance(content, str):
+            prior = bracket.take_prior(root, data)
+            a, r = _changed(content, prior or b"")
+            added += a
+            removed += r
+        source = ti.get("new_source")
+        if isinstance(source, str):
+            added += [ln.encode("utf-8", "replace") for ln in source.split("\n")]
         if isinstance(p, str) and p:
-            written[p] = [ln.encode("utf-8", "replace") for t in texts if isinstance(t, str)
-                          for ln in t.split("\n")]
+            changed[p] = (added, removed)
     elif patch:
-        written = _patch_lines(patch)
-    for p, lines in written.items():
+        changed = _patch_changes(patch)
+    for p, (added, removed) in changed.items():
         rel = _rel(top, p, data)
-        if rel is not None and lines:
-            provenance.note(_path(root), session, rel, lines)
+        if rel is not None and (added or removed):
+            provenance.note(_path(root), session, rel, added, removed)
 
 
 # ---- ConfigChange (Claude Code) -----------------------------------------------------------

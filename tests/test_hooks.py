@@ -243,6 +243,48 @@ def test_tool_calls_record_the_lines_they_wrote(
     for line in (b"@cache", b"from a patch", b"by shell"):
         assert set(got[provenance.line_digest(line)]) == {sa}, line
     assert provenance.line_digest(b"a2") not in got  # unchanged lines are nobody's evidence
+    assert provenance.line_digest(b"a1") not in got  # nor the context an Edit repeats
+
+
+def test_a_write_records_only_what_it_changed_and_an_edit_what_it_removed(
+        make_repo: MakeRepo, coord: Cli, worker: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Write replaces the whole file: the lines it kept (a neighbour's among them) are
+    nobody's evidence; what an Edit took out is on record as removed."""
+    repo, sa, _sb = two_tasks(make_repo, coord, worker, monkeypatch)
+    root = repo / ".git" / "coord"
+    e = env_of()
+    before = (repo / "a.txt").read_text()
+    content = before.replace("a1", "a1 rewritten")
+    write_ = {"file_path": str(repo / "a.txt"), "content": content}
+    hook.run("pre", payload("PreToolUse", repo, "Write", write_, use="w1"), e)
+    write(repo, "a.txt", content)
+    hook.run("post", payload("PostToolUse", repo, "Write", write_, use="w1"), e)
+    edit = {"file_path": str(repo / "a.txt"), "old_string": "a2\n", "new_string": ""}
+    hook.run("pre", payload("PreToolUse", repo, "Edit", edit, use="w2"), e)
+    hook.run("post", payload("PostToolUse", repo, "Edit", edit, use="w2"), e)
+    got = provenance.writers(root, "a.txt")
+    assert set(got) == {provenance.line_digest(b"a1 rewritten")}, got
+    gone = provenance.all_removers(root)["a.txt"]
+    assert set(gone) == {provenance.line_digest(b"a1"), provenance.line_digest(b"a2")}
+    assert all(set(v) == {sa} for v in gone.values())
+    assert not [n for n in os.listdir(root / "calls") if n.startswith("was-")]
+
+
+def test_an_apply_patch_record_names_the_files_it_deletes(
+        make_repo: MakeRepo, coord: Cli, worker: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another session's shell call running meanwhile must see the deletion as this call's
+    (reported, never undone), not as its own write outside its grants."""
+    from hunkwise.coordinator import bracket
+
+    repo, _sa, _sb = two_tasks(make_repo, coord, worker, monkeypatch)
+    patch = "*** Begin Patch\n*** Delete File: a.txt\n*** End Patch\n"
+    assert hook.run("pre", payload("PreToolUse", repo, "apply_patch", {"command": patch},
+                                   use="p1"), env_of())[0] == 0
+    import time
+
+    now = time.time()
+    named = bracket.overlapping(str(repo / ".git" / "coord"), "someone else", now, now)[1]
+    assert named == {"a.txt"}
 
 
 # ---- payloads, install, fail closed -------------------------------------------------------
