@@ -32,21 +32,32 @@ from typing import Any
 sys.dont_write_bytecode = True
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from avs_util import Restorer, cprofile_cli, git_trace, loadavg, machine, rel, run_ru, wall_cpu
 from common import (
     BIN,
     PYTHON,
-    RESULTS,
-    Sandbox,
+    Bench,
+    Restorer,
     Step,
     Timing,
+    aim_line,
     commit_all,
+    count_hunks,
+    cprofile_cli,
     edit_lines,
+    floor_ratios,
     generate_repo,
     git,
+    git_trace,
     interleave,
+    load_line,
+    log,
+    mib,
+    parse_bench_args,
     print_table,
+    ru_step,
     run,
+    run_ru,
+    vs_floor,
     write_json,
 )
 
@@ -55,28 +66,15 @@ B_LINES, B_RANGE = (25, 35), (21, 40)
 TAG_A, TAG_B = "task A", "task B"
 
 
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--files", type=int, default=None,
-                    help="files both tasks change (default 500: 1,000 hunks a task; quick 100)")
-    ap.add_argument("--extra-files", type=int, default=0, help="untouched files in the repo too (default 0)")
-    ap.add_argument("--runs", type=int, default=None, help="timed runs (default 7; quick 3)")
-    ap.add_argument("--quick", action="store_true", help="100 files, 3 runs")
-    ap.add_argument("--profile", action="store_true", help="also cProfile one coord accept")
-    ap.add_argument("--keep", action="store_true", help="keep the sandbox and print its path")
-    ap.add_argument("--out", type=Path, default=RESULTS / "accept.json")
-    a = ap.parse_args(argv)
-    a.files = a.files or (100 if a.quick else 500)
-    a.runs = a.runs or (3 if a.quick else 7)
-    return a
+    def extra_files(ap: argparse.ArgumentParser) -> None:
+        ap.add_argument("--extra-files", type=int, default=0,
+                        help="untouched files in the repo too (default 0)")
 
-
-def count_hunks(patch: bytes) -> int:
-    return sum(1 for line in patch.split(b"\n") if line.startswith(b"@@ "))
+    return parse_bench_args(
+        argv, __doc__, "accept.json", files=(500, 100), runs=(7, 3),
+        files_help="files both tasks change (default 500: 1,000 hunks a task; quick 100)",
+        before_runs=extra_files, profile_help="also cProfile one coord accept")
 
 
 def added_lines(patch: bytes) -> list[bytes]:
@@ -94,11 +92,9 @@ def a_only(data: bytes) -> bytes:
 def main(argv: list[str] | None = None) -> int:
     a = parse_args(argv)
     K, N = a.runs, a.files
-    t_start = time.perf_counter()
-    load_start = loadavg()
-    sb = Sandbox.create(keep=a.keep)
-    setup: dict[str, float] = {}
-    try:
+    with Bench(keep=a.keep) as b:
+        sb = b.sb
+        setup: dict[str, float] = {}
         total = N + a.extra_files
         log(f"repo: {sb.repo} ({total} files, {N} changed by both tasks, {K} runs)")
         t0 = time.perf_counter()
@@ -236,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
                  note=f"{2 * N} hunks of A out of {4 * N} in {N} files"),
             Step("floor + commit's tree", floor_once(True, "floor + commit's tree"), before=restore,
                  note="the floor plus read-tree HEAD, update-index --index-info, write-tree"),
-            Step("python -c pass", lambda i: wall_cpu(run_ru([PYTHON, "-c", "pass"], sb.repo, sb.env).check())),
+            Step("python -c pass", ru_step(sb, [PYTHON, "-c", "pass"])),
         ]
         t0 = time.perf_counter()
         timings = interleave(steps, K, warmup=1, log=log)
@@ -245,22 +241,17 @@ def main(argv: list[str] | None = None) -> int:
 
         if a.profile:
             restore()
-            out = cprofile_cli("accept", ["coord", "accept", "A", "--json"], sb.repo, sb)
-            log(f"  profile: {rel(out)}")
+            cprofile_cli("accept", ["coord", "accept", "A", "--json"], sb.repo, sb)
             restore()
-            out, wall, in_git = git_trace("accept", [BIN / "coord", "accept", "A", "--json"], sb.repo, sb)
-            log(f"  git trace: {rel(out)} (wall {wall:.3f}s, in git {in_git:.3f}s)")
+            git_trace("accept", [BIN / "coord", "accept", "A", "--json"], sb.repo, sb)
 
         # ---- report -------------------------------------------------------------------------
         floor: Timing = timings["floor"]
-        fm, fc = floor.median, floor.cpu_median
+        fm = floor.median
         order = ["floor", "coord accept A", "floor + commit's tree", "python -c pass"]
         rows = []
         for n in order:
-            t = timings[n]
-            mem = f"{max(memory[n]) / 1024:.0f}" if memory.get(n) else "-"
-            rows.append([n, f"{t.median:.3f}", f"{t.median / fm:.2f}", f"{t.cpu_median:.3f}",
-                         f"{t.cpu_median / fc:.2f}", mem])
+            rows.append([n, *vs_floor(timings[n], floor), mib(memory.get(n, []))])
         table = print_table(rows, ["command", "median s", "x floor", "cpu s", "cpu x floor",
                                    "peak MiB"])
         acc = timings["coord accept A"]
@@ -270,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
                        "hunks_per_task": 2 * N, "runs": K, "quick": a.quick,
                        "task_A": {"grant": f"PATH:{A_RANGE[0]}-{A_RANGE[1]}", "lines": A_LINES},
                        "task_B": {"grant": f"PATH:{B_RANGE[0]}-{B_RANGE[1]}", "lines": B_LINES}},
-            "machine": machine(load_start),
+            "machine": b.machine(),
             "setup": {k: round(v, 3) for k, v in setup.items()},
             "restore_median_s": round(sorted(restore_s)[len(restore_s) // 2], 3),
             "floor": floor.as_json(fm),
@@ -279,34 +270,26 @@ def main(argv: list[str] | None = None) -> int:
             "peak_rss_kib": {k: v for k, v in memory.items()},
             "peak_rss_note": "largest RSS of one process in the command's tree (the command "
                              "and the git children it waited for), per run, from wait4",
-            "ratio_to_floor": round(acc.median / fm, 2),
-            "cpu_ratio_to_floor": round(acc.cpu_median / fc, 2),
+            **floor_ratios(acc, floor),
             "aim": "within 2x of the floor",
             "aim_met": acc.median / fm <= 2.0,
             "checked": "every run: HEAD^{tree} is HEAD + exactly A's edits, HEAD~1..HEAD holds "
                        f"{2 * N} hunks all A's, the tree still holds B's {2 * N} hunks, the index "
                        "equals HEAD, the trailer is present, and all runs made the same commit",
-            "total_s": round(time.perf_counter() - t_start, 1),
+            "total_s": b.total_s(),
         }
         write_json(a.out, doc)
         print(table)
-        print(f"\ncoord accept A: {acc.median:.3f}s = {acc.median / fm:.2f}x the floor "
-              f"({acc.cpu_median / fc:.2f}x in CPU); aim within 2x: "
-              f"{'met' if doc['aim_met'] else 'NOT met'}")
+        print(aim_line("coord accept A", acc, floor, 2.0, doc["aim_met"]))
         print("floor parts (medians): " + ", ".join(f"{k} {t.median * 1000:.0f} ms"
                                                      for k, t in floor_parts.items()))
-        print(f"peak RSS: coord accept {max(memory['coord accept A']) / 1024:.0f} MiB, "
-              f"floor {max(memory['floor']) / 1024:.0f} MiB (largest single process)")
+        print(f"peak RSS: coord accept {mib(memory['coord accept A'])} MiB, "
+              f"floor {mib(memory['floor'])} MiB (largest single process)")
         print(f"tree: {total} files, {N} changed, {4 * N} hunks ({2 * N} A, {2 * N} B); {K} runs; "
               f"state restored before each run in {doc['restore_median_s'] * 1000:.0f} ms (untimed)")
-        print(f"load average: {load_start} at start, {doc['machine']['loadavg_end']} at the end "
-              f"({doc['machine']['cpus']} cpus)")
-        print(f"wrote {rel(a.out)} in {doc['total_s']:.0f}s")
-        if a.keep:
-            print(f"kept: {sb.root}")
+        print(load_line(doc["machine"]))
+        b.finish(a.out, doc)
         return 0
-    finally:
-        sb.close()
 
 
 if __name__ == "__main__":

@@ -47,6 +47,7 @@ from common import (  # noqa: E402
     Timing,
     coord,
     git,
+    log,
     machine_info,
     print_table,
     run,
@@ -55,10 +56,6 @@ from common import (  # noqa: E402
 
 SESSION = "sess-20260101-0900-w{:02d}@bench"
 PHASES = ("no board", "board idle", "viewers")
-
-
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
 
 
 # ---- the viewers' process ------------------------------------------------------------------

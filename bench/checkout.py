@@ -36,19 +36,24 @@ from typing import Any
 sys.dont_write_bytecode = True
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from avs_util import loadavg, machine, rel, run_ru, wall_cpu
 from common import (
     BIN,
-    RESULTS,
-    Sandbox,
+    Bench,
     Step,
+    aim_line,
     commit_all,
     edit_lines,
+    floor_ratios,
     generate_repo,
     git,
     interleave,
+    log,
+    parse_bench_args,
     print_table,
     run,
+    run_ru,
+    vs_floor,
+    wall_cpu,
     write_json,
 )
 
@@ -56,29 +61,14 @@ CHECK = "test -f README.md && test -f .installed"
 SESSION = "sess-20260101-0900-bench@m"
 
 
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--files", type=int, default=None, help="files in the repo (default 10000; quick 2000)")
-    ap.add_argument("--runs", type=int, default=None, help="timed runs (default 5; quick 3)")
-    ap.add_argument("--quick", action="store_true", help="2,000 files, 3 runs")
-    ap.add_argument("--keep", action="store_true", help="keep the sandbox and print its path")
-    ap.add_argument("--out", type=Path, default=RESULTS / "checkout.json")
-    a = ap.parse_args(argv)
-    a.files = a.files or (2000 if a.quick else 10000)
-    a.runs = a.runs or (3 if a.quick else 5)
-    return a
+    return parse_bench_args(argv, __doc__, "checkout.json", files=(10000, 2000), runs=(5, 3))
 
 
 def main(argv: list[str] | None = None) -> int:
     a = parse_args(argv)
-    t_start = time.perf_counter()
-    load_start = loadavg()
-    sb = Sandbox.create(keep=a.keep)
-    try:
+    with Bench(keep=a.keep) as b:
+        sb = b.sb
         log(f"repo: {sb.repo} ({a.files} files, {a.runs} runs)")
         layout = generate_repo(sb, a.files, 50)
         (sb.repo / "coord.toml").write_text(
@@ -136,39 +126,32 @@ def main(argv: list[str] | None = None) -> int:
             Step("worker done --no-run-checks", done(("--no-run-checks",))),
         ]
         timings = interleave(steps, a.runs, warmup=1, log=log)
-        fm, fc = timings[FLOOR].median, timings[FLOOR].cpu_median
-        rows = [[n, f"{t.median:.3f}", f"{t.median / fm:.2f}", f"{t.cpu_median:.3f}",
-                 f"{t.cpu_median / fc:.2f}"] for n, t in timings.items()]
+        ref = timings[FLOOR]
+        fm = ref.median
+        rows = [[n, *vs_floor(t, ref)] for n, t in timings.items()]
         table = print_table(rows, ["command", "median s", "x floor", "cpu s", "cpu x floor"])
         cached, first = timings[CACHED], timings[FIRST]
         bare = timings["worker done --no-run-checks"]
         doc: dict[str, Any] = {
             "bench": "checkout",
             "params": {"files": a.files, "runs": a.runs, "check": CHECK, "quick": a.quick},
-            "machine": machine(load_start),
+            "machine": b.machine(),
             "results": {n: t.as_json(fm) for n, t in timings.items()},
-            "ratio_to_floor": round(cached.median / fm, 2),
-            "cpu_ratio_to_floor": round(cached.cpu_median / fc, 2),
+            **floor_ratios(cached, ref),
             "first_run_s": round(first.median, 3),
             "second_run_s": round(cached.median, 3),
             "isolation_adds_s": round(cached.median - bare.median, 3),
             "aim": "the cached isolated worker done within 1.3x of the floor",
             "aim_met": cached.median / fm <= 1.3,
-            "total_s": round(time.perf_counter() - t_start, 1),
+            "total_s": b.total_s(),
         }
         write_json(a.out, doc)
         print(table)
-        print(f"\nworker done, isolated, cached checkout: {cached.median:.3f}s = "
-              f"{cached.median / fm:.2f}x the floor ({cached.cpu_median / fc:.2f}x in CPU); "
-              f"aim within 1.3x: {'met' if doc['aim_met'] else 'NOT met'}")
+        print(aim_line("worker done, isolated, cached checkout", cached, ref, 1.3, doc["aim_met"]))
         print(f"first run {first.median:.3f}s, second and later {cached.median:.3f}s; "
               f"isolation adds {cached.median - bare.median:.3f}s to a delivery")
-        print(f"wrote {rel(a.out)} in {doc['total_s']:.0f}s")
-        if a.keep:
-            print(f"kept: {sb.root}")
+        b.finish(a.out, doc)
         return 0
-    finally:
-        sb.close()
 
 
 if __name__ == "__main__":

@@ -1,15 +1,31 @@
-"""Shared helpers for the hunkwise benchmarks: a hermetic environment, a generated repository,
-running the CLIs, and timing with medians.
+"""The harness every bench script shares: a hermetic environment, a generated repository,
+running the CLIs and timing them with medians, restoring state between runs, profiling, the
+command line, and the report (tables, ratios to a floor, the machine, the JSON, the closing
+lines).
 
 Nothing here imports the product at module level: the benchmarks drive `coord` and `worker`
 as users do, through their console scripts, so start-up cost is part of every figure.
+
+- `run`: one process, its wall time and the CPU time of RUSAGE_CHILDREN around it.
+- `run_ru`: one process and its wall time, CPU time and peak memory. The rusage comes from
+  `os.wait4` on that very child, so it covers the process and every descendant it waited
+  for (git). `ru_maxrss` is the largest RSS of any one process in that tree (the kernel's
+  RUSAGE_BOTH rule), in KiB.
+- `Restorer`: a frozen copy of a directory, put back before every run so that each run
+  starts from an identical state.
+- `cprofile_cli`, `git_trace`: cProfile a console script, or list the git processes a
+  command runs, into bench/results/profile_<name>[_git].txt.
+- `parse_bench_args` and `Bench`: the options every bench takes (--files, --runs, --quick,
+  --profile, --keep, --out) and the frame of its `main`.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
+import re
 import resource
 import shutil
 import statistics
@@ -20,7 +36,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 ROOT = Path(__file__).resolve().parent.parent
 # The venv's bin directory: the console scripts `coord` and `worker` live there.
@@ -29,6 +45,11 @@ PYTHON = BIN / "python"
 RESULTS = ROOT / "bench" / "results"
 
 FIXED_DATE = "2026-01-01T00:00:00Z"
+
+
+def log(msg: str) -> None:
+    """Progress, on stderr: stdout is the bench's table and verdicts."""
+    print(msg, file=sys.stderr, flush=True)
 
 
 # ---- environment -----------------------------------------------------------------------
@@ -61,6 +82,13 @@ def hermetic_env(home: Path) -> dict[str, str]:
     })
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env
+
+
+def enter_env(env: dict[str, str]) -> None:
+    """Make `env` this process's whole environment: to run the product in-process as the
+    sandbox's commands run (its git calls read os.environ), or to put the caller's back."""
+    os.environ.clear()
+    os.environ.update(env)
 
 
 @dataclass
@@ -100,7 +128,7 @@ class Run:
     def doc(self) -> Any:
         return json.loads(self.stdout)
 
-    def check(self, *codes: int) -> Run:
+    def check(self, *codes: int) -> Self:
         if self.code not in (codes or (0,)):
             raise RuntimeError(f"{' '.join(self.argv)} exited {self.code}:\n"
                                f"{self.stderr.decode(errors='replace')[-2000:]}\n"
@@ -121,6 +149,45 @@ def run(argv: Sequence[str], cwd: Path, env: dict[str, str], input: bytes | None
     return Run(argv, p.returncode, p.stdout, p.stderr, dt, cpu)
 
 
+@dataclass
+class RunRU(Run):
+    """A `Run` measured by `run_ru`: `cpu` is the process's and the children's it waited for."""
+
+    maxrss_kb: int    # largest RSS of one process in that tree
+
+
+def run_ru(argv: Sequence[Any], cwd: Path, env: dict[str, str],
+           input: bytes | None = None) -> RunRU:
+    """Run one process to completion, output captured, and time it with its own rusage
+    (`os.wait4`): wall clock, user + system CPU, peak RSS."""
+    argv = [str(a) for a in argv]
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            tempfile.TemporaryFile() as fin:
+        stdin: Any = subprocess.DEVNULL
+        if input is not None:
+            fin.write(input)
+            fin.seek(0)
+            stdin = fin
+        t0 = time.perf_counter()
+        p = subprocess.Popen(argv, cwd=cwd, env=env, stdin=stdin, stdout=out, stderr=err)
+        _, status, ru = os.wait4(p.pid, 0)
+        dt = time.perf_counter() - t0
+        p.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        return RunRU(argv, p.returncode, out.read(), err.read(), dt,
+                     ru.ru_utime + ru.ru_stime, ru.ru_maxrss)
+
+
+def wall_cpu(r: Run) -> tuple[float, float]:
+    return r.seconds, r.cpu
+
+
+def ru_step(sb: Sandbox, argv: Sequence[Any]) -> Callable[[int], tuple[float, float]]:
+    """A `Step.run` that times `argv` in the sandbox's repository with `run_ru` (checked)."""
+    return lambda i: wall_cpu(run_ru(argv, sb.repo, sb.env).check())
+
+
 def git(sb: Sandbox, *args: str, input: bytes | None = None) -> bytes:
     return run(["git", *args], sb.repo, sb.env, input=input).check().stdout
 
@@ -131,6 +198,28 @@ def coord(sb: Sandbox, *args: str) -> Run:
 
 def worker(sb: Sandbox, *args: str) -> Run:
     return run([BIN / "worker", *args, "--json"], sb.repo, sb.env)
+
+
+# ---- state put back between runs -------------------------------------------------------
+
+class Restorer:
+    """Keep a pristine copy of `src` and put it back (rmtree + copytree, mtimes kept).
+
+    With `sync` (the default) the copy's dirty pages are flushed after each restore."""
+
+    def __init__(self, src: Path, store: Path, sync: bool = True) -> None:
+        self.src, self.store, self.sync = src, store, sync
+        shutil.copytree(src, store, symlinks=True, copy_function=shutil.copy2)
+
+    def restore(self) -> float:
+        t0 = time.perf_counter()
+        shutil.rmtree(self.src)
+        shutil.copytree(self.store, self.src, symlinks=True, copy_function=shutil.copy2)
+        if self.sync:
+            # Flush the copy's dirty pages now, untimed, so that an fsync in the timed command
+            # does not pay for writing back the restore (ext4 commits the journal as a whole).
+            os.sync()
+        return time.perf_counter() - t0
 
 
 # ---- timing ----------------------------------------------------------------------------
@@ -218,7 +307,7 @@ def timed(label: str, fn: Callable[[], Any]) -> tuple[Any, float]:
     t0 = time.perf_counter()
     out = fn()
     dt = time.perf_counter() - t0
-    print(f"  {label}: {dt:.2f}s", file=sys.stderr, flush=True)
+    log(f"  {label}: {dt:.2f}s")
     return out, dt
 
 
@@ -288,6 +377,134 @@ def spread(total: int, n_files: int, lines: int) -> list[int]:
     return [1 + step // 2 + i * step for i in range(per)]
 
 
+def count_hunks(patch: bytes) -> int:
+    return sum(1 for line in patch.split(b"\n") if line.startswith(b"@@ "))
+
+
+# ---- profiling -------------------------------------------------------------------------
+
+def cprofile_cli(name: str, argv: Sequence[Any], cwd: Path, sb: Sandbox, top: int = 35) -> Path:
+    """cProfile one CLI run (console script under BIN) into results/profile_<name>.txt."""
+    import pstats
+
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    raw = sb.root / f"{name}.prof"
+    script = BIN / argv[0]
+    r = run_ru([PYTHON, "-m", "cProfile", "-o", raw, script, *argv[1:]], cwd, sb.env)
+    out = RESULTS / f"profile_{name}.txt"
+    with open(out, "w") as f:
+        f.write(f"# cProfile of: {' '.join(str(a) for a in argv)}  (exit {r.code}, "
+                f"{r.seconds:.3f}s wall under the profiler)\n")
+        st = pstats.Stats(str(raw), stream=f)
+        st.strip_dirs().sort_stats("cumulative").print_stats(top)
+        st.sort_stats("tottime").print_stats(20)
+    log(f"  profile: {rel(out)}")
+    return out
+
+
+def run_traced(name: str, argv: Sequence[Any], cwd: Path,
+               sb: Sandbox) -> tuple[RunRU, list[list[str]]]:
+    """Run one command (checked) with GIT_TRACE2_PERF into the sandbox; return it and the
+    trace's event lines split into their fields (lines of fewer than 9 fields left out)."""
+    trace = sb.root / f"{name}.trace2"
+    trace.unlink(missing_ok=True)
+    r = run_ru(argv, cwd, dict(sb.env, GIT_TRACE2_PERF=str(trace))).check()
+    lines = trace.read_text(errors="replace").splitlines() if trace.exists() else []
+    fields = ([x.strip() for x in line.split("|")] for line in lines)
+    return r, [p for p in fields if len(p) >= 9]
+
+
+def trace_depth(p: list[str]) -> int:
+    """The nesting of a trace line's process: 0 for one the command ran itself (d0), 1 for
+    one a git process ran, and so on."""
+    return int(p[1][1:]) if p[1][1:].isdigit() else 0
+
+
+def trace_command(p: list[str]) -> str:
+    """A `start` line's command line, without its `-c key=value` options."""
+    return re.sub(r"(-c \S+ )+", "", p[8])
+
+
+def git_trace(name: str, argv: Sequence[Any], cwd: Path, sb: Sandbox) -> tuple[Path, float, float]:
+    """Run one CLI with GIT_TRACE2_PERF and list every git process it ran with its own
+    elapsed time, into results/profile_<name>_git.txt. Returns (file, wall s, git s)."""
+    r, trace = run_traced(name, argv, cwd, sb)
+    cmds: list[list[Any]] = []
+    for p in trace:
+        depth = trace_depth(p)
+        if p[3] == "start":
+            cmds.append([trace_command(p), None, depth])
+        elif p[3] == "exit":
+            # The exit closes the newest open process of its nesting depth (d1 = a child
+            # that a git process ran itself, e.g. the reset --hard of worktree add).
+            for c in reversed(cmds):
+                if c[1] is None and c[2] == depth:
+                    c[1] = float(p[5])
+                    break
+    git_s = sum(c[1] or 0.0 for c in cmds if c[2] == 0)
+    out = RESULTS / f"profile_{name}_git.txt"
+    header = (f"# git processes run by: {' '.join(str(a) for a in argv[:3])} ... "
+              f"(wall {r.seconds * 1000:.0f} ms; in git {git_s * 1000:.0f} ms; "
+              f"{sum(1 for c in cmds if c[2] == 0)} processes; the rest is Python; "
+              "indented: processes a git process ran itself, included in its time)")
+    lines = [header]
+    lines += [f"{(t or 0) * 1000:8.1f} ms  {'    ' * d}{c[:150]}" for c, t, d in cmds]
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(lines) + "\n")
+    log(f"  git trace: {rel(out)} (wall {r.seconds:.3f}s, in git {git_s:.3f}s)")
+    return out, r.seconds, git_s
+
+
+# ---- the command line ------------------------------------------------------------------
+
+def parse_bench_args(
+    argv: list[str] | None, doc: str, out: str, *,
+    runs: tuple[int, int],
+    files: tuple[int, int] | None = None,
+    runs_help: str | None = None,
+    files_help: str | None = None,
+    quick_help: str | None = None,
+    profile_help: str | None = None,
+    keep_help: str = "keep the sandbox and print its path",
+    before_runs: Callable[[argparse.ArgumentParser], object] | None = None,
+    after_quick: Callable[[argparse.ArgumentParser], object] | None = None,
+    check: Callable[[argparse.ArgumentParser, argparse.Namespace], object] | None = None,
+    raw: bool = False,
+) -> argparse.Namespace:
+    """The options of a bench script, in this order: --files (when `files` is given), the
+    script's own (`before_runs`), --runs, --quick, more of its own (`after_quick`), --profile
+    (when `profile_help` is given), --keep, --out (default results/`out`). The description
+    is the first paragraph of `doc`.
+
+    `runs` and `files` are (default, with --quick): an option not given takes one of them.
+    The help texts not given are made from them. `check(parser, args)` may reject the
+    combination with `parser.error`."""
+    kw: dict[str, Any] = {"formatter_class": argparse.RawDescriptionHelpFormatter} if raw else {}
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0], **kw)
+    if files:
+        ap.add_argument("--files", type=int, default=None,
+                        help=files_help or f"files in the repo (default {files[0]}; quick {files[1]})")
+    if before_runs:
+        before_runs(ap)
+    ap.add_argument("--runs", type=int, default=None,
+                    help=runs_help or f"timed runs (default {runs[0]}; quick {runs[1]})")
+    ap.add_argument("--quick", action="store_true",
+                    help=quick_help or (f"{files[1]:,} files, " if files else "") + f"{runs[1]} runs")
+    if after_quick:
+        after_quick(ap)
+    if profile_help:
+        ap.add_argument("--profile", action="store_true", help=profile_help)
+    ap.add_argument("--keep", action="store_true", help=keep_help)
+    ap.add_argument("--out", type=Path, default=RESULTS / out)
+    a = ap.parse_args(argv)
+    if files:
+        a.files = a.files or (files[1] if a.quick else files[0])
+    a.runs = a.runs or (runs[1] if a.quick else runs[0])
+    if check:
+        check(ap, a)
+    return a
+
+
 # ---- reporting -------------------------------------------------------------------------
 
 def machine_info() -> dict[str, Any]:
@@ -299,6 +516,32 @@ def machine_info() -> dict[str, Any]:
         "cpus": os.cpu_count(),
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
+
+
+def loadavg() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def machine(load_start: list[float], product: bool = True) -> dict[str, Any]:
+    """`machine_info()` with the load average at the start and now, and (with `product`) the
+    product's commit and its uncommitted edits at run time."""
+    m = machine_info()
+    m["loadavg_start"] = load_start
+    m["loadavg_end"] = loadavg()
+    if not product:
+        return m
+    # The product as measured: its commit, and any uncommitted edits to it at run time.
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                          check=False)
+    dirty = subprocess.run(["git", "status", "--porcelain", "--", "shared", "inbox", "coordinator",
+                            "worker"], cwd=ROOT, capture_output=True, text=True, check=False)
+    m["product_commit"] = head.stdout.strip()
+    m["product_uncommitted"] = [x[3:] for x in dirty.stdout.splitlines() if x]
+    return m
+
+
+def rel(p: Path) -> str:
+    return str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else str(p)
 
 
 def print_table(rows: Sequence[Sequence[str]], header: Sequence[str]) -> str:
@@ -318,3 +561,80 @@ def write_json(path: Path, doc: dict[str, Any]) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(json.dumps(doc, indent=2) + "\n")
     os.replace(tmp, path)
+
+
+def vs_floor(t: Timing, floor: Timing, in_ms: bool = False) -> list[str]:
+    """The cells median, x floor, cpu, cpu x floor of `t` against `floor`: seconds to three
+    places, or (`in_ms`) milliseconds to one."""
+    fm, fc = floor.median, floor.cpu_median
+    if in_ms:
+        return [f"{t.median * 1000:.1f}", f"{t.median / fm:.2f}",
+                f"{t.cpu_median * 1000:.1f}", f"{t.cpu_median / fc:.2f}"]
+    return [f"{t.median:.3f}", f"{t.median / fm:.2f}", f"{t.cpu_median:.3f}",
+            f"{t.cpu_median / fc:.2f}"]
+
+
+def floor_ratios(t: Timing, floor: Timing) -> dict[str, float]:
+    return {"ratio_to_floor": round(t.median / floor.median, 2),
+            "cpu_ratio_to_floor": round(t.cpu_median / floor.cpu_median, 2)}
+
+
+def verdict(ok: bool) -> str:
+    return "met" if ok else "NOT met"
+
+
+def aim_line(label: str, t: Timing, floor: Timing, within: float, met: bool) -> str:
+    """The headline: `t` as a multiple of the floor (wall, and CPU) against the aim."""
+    return (f"\n{label}: {t.median:.3f}s = {t.median / floor.median:.2f}x the floor "
+            f"({t.cpu_median / floor.cpu_median:.2f}x in CPU); aim within {within:g}x: "
+            f"{verdict(met)}")
+
+
+def mib(kib: Sequence[int]) -> str:
+    """The largest of the peak RSS figures (KiB) in MiB, or "-" when there are none."""
+    return f"{max(kib) / 1024:.0f}" if kib else "-"
+
+
+def load_line(m: dict[str, Any]) -> str:
+    return (f"load average: {m['loadavg_start']} at start, {m['loadavg_end']} at the end "
+            f"({m['cpus']} cpus)")
+
+
+class Bench:
+    """The frame of a bench script's run: its start (the clock and the load average) and
+    its sandbox, removed at the end unless kept.
+
+        with Bench(keep=a.keep) as b:     # or b = Bench(...); try: ... finally: b.close()
+            ...
+            doc = {..., "machine": b.machine(), ..., "total_s": b.total_s()}
+            write_json(a.out, doc)
+            ...
+            b.finish(a.out, doc)
+    """
+
+    def __init__(self, keep: bool = False) -> None:
+        self.t_start = time.perf_counter()
+        self.load_start = loadavg()
+        self.sb = Sandbox.create(keep=keep)
+
+    def __enter__(self) -> Bench:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.sb.close()
+
+    def machine(self, product: bool = True) -> dict[str, Any]:
+        return machine(self.load_start, product=product)
+
+    def total_s(self) -> float:
+        return round(time.perf_counter() - self.t_start, 1)
+
+    def finish(self, out: Path, doc: dict[str, Any], home: bool = False) -> None:
+        """The closing lines: where the results went and how long the run took; where the
+        sandbox is, when kept (and, with `home`, its HOME)."""
+        print(f"wrote {rel(out)} in {doc['total_s']:.0f}s")
+        if self.sb.keep:
+            print(f"kept: {self.sb.root}" + (f"  (env: HOME={self.sb.env['HOME']})" if home else ""))

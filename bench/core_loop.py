@@ -30,21 +30,28 @@ from common import (  # noqa: E402
     PYTHON,
     RESULTS,
     ROOT,
+    Bench,
     Sandbox,
     Step,
     Timing,
-    coord,
     commit_all,
+    coord,
+    count_hunks,
     dir_of,
     edit_lines,
     generate_repo,
     git,
     interleave,
-    machine_info,
+    load_line,
+    log,
+    parse_bench_args,
     print_table,
+    rel,
     run,
     spread,
     timed,
+    vs_floor,
+    wall_cpu,
     worker,
     write_json,
 )
@@ -54,38 +61,32 @@ SMALL_LINES = (8, 24)  # lines it changes in each: 6 hunks a small task
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--files", type=int, default=None, help="files in the repo (default 10000)")
-    ap.add_argument("--runs", type=int, default=None, help="timed runs per command (default 7)")
-    ap.add_argument("--quick", action="store_true",
-                    help="2,000 files and 3 runs, for iterating on the bench itself")
-    ap.add_argument("--tasks", type=int, default=50, help="active tasks (default 50)")
-    ap.add_argument("--hunks", type=int, default=200, help="hunks in each big change (default 200)")
-    ap.add_argument("--pending", type=int, default=500, help="pending reports (default 500)")
-    ap.add_argument("--few-pending", type=int, default=50,
-                    help="pending reports for the inbox-scaling comparison (default 50)")
-    ap.add_argument("--claim-pairs", type=int, default=15,
-                    help="paired coord next runs, many vs few pending (default 15, at least --runs)")
-    ap.add_argument("--profile", action="store_true",
-                    help="also cProfile next/status/done and -X importtime, into bench/results/")
-    ap.add_argument("--keep", action="store_true", help="keep the temporary repo and print its path")
-    ap.add_argument("--out", type=Path, default=RESULTS / "core_loop.json")
-    a = ap.parse_args(argv)
-    a.files = a.files or (2000 if a.quick else 10000)
-    a.runs = a.runs or (3 if a.quick else 7)
-    big_needed = a.runs + 2
-    if a.tasks < big_needed + 2:
-        ap.error(f"--tasks {a.tasks} is too few for {big_needed} big tasks and 2 small ones")
-    if a.files < a.tasks * 10:
-        ap.error("--files must give every task directory at least 10 files")
-    if a.few_pending >= a.pending:
-        ap.error("--few-pending must be below --pending")
-    return a
+    def scene(ap: argparse.ArgumentParser) -> None:
+        ap.add_argument("--tasks", type=int, default=50, help="active tasks (default 50)")
+        ap.add_argument("--hunks", type=int, default=200, help="hunks in each big change (default 200)")
+        ap.add_argument("--pending", type=int, default=500, help="pending reports (default 500)")
+        ap.add_argument("--few-pending", type=int, default=50,
+                        help="pending reports for the inbox-scaling comparison (default 50)")
+        ap.add_argument("--claim-pairs", type=int, default=15,
+                        help="paired coord next runs, many vs few pending (default 15, at least --runs)")
 
+    def check(ap: argparse.ArgumentParser, a: argparse.Namespace) -> None:
+        big_needed = a.runs + 2
+        if a.tasks < big_needed + 2:
+            ap.error(f"--tasks {a.tasks} is too few for {big_needed} big tasks and 2 small ones")
+        if a.files < a.tasks * 10:
+            ap.error("--files must give every task directory at least 10 files")
+        if a.few_pending >= a.pending:
+            ap.error("--few-pending must be below --pending")
 
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
+    return parse_bench_args(
+        argv, __doc__, "core_loop.json", files=(10000, 2000), runs=(7, 3), raw=True,
+        files_help="files in the repo (default 10000)",
+        runs_help="timed runs per command (default 7)",
+        quick_help="2,000 files and 3 runs, for iterating on the bench itself",
+        after_quick=scene,
+        profile_help="also cProfile next/status/done and -X importtime, into bench/results/",
+        keep_help="keep the temporary repo and print its path", check=check)
 
 
 class Inbox:
@@ -167,23 +168,13 @@ def listing_cost(inbox_root: Path, reps: int = 20) -> float:
     return best
 
 
-def wall_cpu(r: Any) -> tuple[float, float]:
-    return r.seconds, r.cpu
-
-
-def count_hunks(patch: bytes) -> int:
-    return sum(1 for line in patch.split(b"\n") if line.startswith(b"@@ "))
-
-
 def main(argv: list[str] | None = None) -> int:
     a = parse_args(argv)
     K = a.runs
-    t_start = time.perf_counter()
-    load_start = [round(x, 2) for x in os.getloadavg()]
-    sb = Sandbox.create(keep=a.keep)
-    setup: dict[str, Any] = {}
-    checks: dict[str, Any] = {}
-    try:
+    with Bench(keep=a.keep) as b:
+        sb = b.sb
+        setup: dict[str, Any] = {}
+        checks: dict[str, Any] = {}
         log(f"repo: {sb.repo} ({a.files} files, {a.tasks} tasks, {K} runs)")
 
         # ---- the repository --------------------------------------------------------------
@@ -237,13 +228,13 @@ def main(argv: list[str] | None = None) -> int:
             files = files[: -(-a.hunks // len(spread(a.hunks, len(files), 40)))]
             lines = spread(a.hunks, len(files), 40)
             left = a.hunks
-            for rel in files:
-                edit_lines(sb.repo / rel, lines[:left], f"big {d}")
+            for path in files:
+                edit_lines(sb.repo / path, lines[:left], f"big {d}")
                 left -= len(lines[:left])
             assert left == 0
         for d in small:
-            for rel in layout[d][:SMALL_FILES]:
-                edit_lines(sb.repo / rel, SMALL_LINES, f"small {d}")
+            for path in layout[d][:SMALL_FILES]:
+                edit_lines(sb.repo / path, SMALL_LINES, f"small {d}")
         expected_hunks = n_big * a.hunks + len(small) * SMALL_FILES * len(SMALL_LINES)
         diff = git(sb, "diff", "-U0")
         changed = git(sb, "diff", "--name-only").split(b"\n")
@@ -399,9 +390,7 @@ def main(argv: list[str] | None = None) -> int:
                  "git status --porcelain", "git diff -U0", "python -c pass", "coord --help"]
         rows = [["floor: git status + git diff -U0", f"{fm:.3f}", "1.00", f"{fc:.3f}", "1.00"]]
         rows += [[n if n != "coord next" else f"coord next ({a.pending} pending)",
-                  f"{timings[n].median:.3f}", f"{timings[n].median / fm:.2f}",
-                  f"{timings[n].cpu_median:.3f}", f"{timings[n].cpu_median / fc:.2f}"]
-                 for n in order]
+                  *vs_floor(timings[n], floor)] for n in order]
         table = print_table(rows, ["command", "median s", "x floor", "cpu s", "cpu x floor"])
         claim: dict[str, Any] = {
             "pending_many": a.pending, "pending_few": a.few_pending, "pairs": pairs,
@@ -422,22 +411,20 @@ def main(argv: list[str] | None = None) -> int:
             verdicts.append(f"{kind} {m:.3f}s vs {f:.3f}s, median paired difference "
                             f"{diff_med * 1000:+.0f} ms ({'holds' if ok else 'does NOT hold'})")
         claim["holds"] = all(claim[k]["holds"] for k in ("wall", "cpu"))
-        machine = machine_info()
-        machine["loadavg_start"] = load_start
-        machine["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
+        mach = b.machine(product=False)
         doc: dict[str, Any] = {
             "bench": "core_loop",
             "params": {"files": a.files, "lines_per_file": 40, "tasks": a.tasks, "runs": K,
                        "hunks_per_big_task": a.hunks, "big_tasks": n_big,
                        "small_task_hunks": SMALL_FILES * len(SMALL_LINES),
                        "pending": a.pending, "few_pending": a.few_pending, "quick": a.quick},
-            "machine": machine,
+            "machine": mach,
             "tree": checks,
             "setup": {k: round(v, 3) if isinstance(v, float) else v for k, v in setup.items()},
             "floor": floor.as_json(fm),
             "results": {n: timings[n].as_json(fm) for n in order},
             "claim_next_independent_of_inbox": claim,
-            "total_s": round(time.perf_counter() - t_start, 1),
+            "total_s": b.total_s(),
         }
         write_json(a.out, doc)
         print(table)
@@ -446,18 +433,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  listing the inbox (the only per-report work of coord next): "
               f"{listing_ms['many']:.2f} ms vs {listing_ms['few']:.2f} ms; "
               f"claim {'holds' if claim['holds'] else 'does NOT hold'}")
-        print(f"load average: {load_start} at start, {machine['loadavg_end']} at the end "
-              f"({machine['cpus']} cpus)")
+        print(load_line(mach))
         print(f"tree: {a.files} files, {checks['tree_changed_files']} changed, "
               f"{checks['tree_hunks']} hunks; {a.tasks} tasks; {K} runs; "
               f"coord assign cpu {assign_cpu[0]:.2f}s (1st task) -> {assign_cpu[-1]:.2f}s ({a.tasks}th)")
-        print(f"wrote {a.out.relative_to(ROOT) if a.out.is_relative_to(ROOT) else a.out} "
-              f"in {doc['total_s']:.0f}s")
-        if a.keep:
-            print(f"kept: {sb.root}  (env: HOME={sb.env['HOME']})")
+        b.finish(a.out, doc, home=True)
         return 0
-    finally:
-        sb.close()
 
 
 def profile(sb: Sandbox, inbox: Inbox, pending: set[str], done_task: str) -> None:
@@ -478,7 +459,7 @@ def profile(sb: Sandbox, inbox: Inbox, pending: set[str], done_task: str) -> Non
             st = pstats.Stats(str(raw), stream=f)
             st.strip_dirs().sort_stats("cumulative").print_stats(30)
             st.sort_stats("tottime").print_stats(15)
-        log(f"  profile: {out.relative_to(ROOT)}")
+        log(f"  profile: {rel(out)}")
     r = run([PYTHON, "-X", "importtime", BIN / "coord", "next", "--json"], sb.repo, sb.env).check()
     inbox.restore(pending)
     rows = []
@@ -490,7 +471,7 @@ def profile(sb: Sandbox, inbox: Inbox, pending: set[str], done_task: str) -> Non
     out = RESULTS / "profile_coord_next_importtime.txt"
     out.write_text("cumulative import time (us) of `coord next`, top 40\n" +
                    "\n".join(f"{us:>9}  {mod}" for us, mod in rows[:40]) + "\n")
-    log(f"  profile: {out.relative_to(ROOT)}")
+    log(f"  profile: {rel(out)}")
 
 
 if __name__ == "__main__":

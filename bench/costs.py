@@ -23,7 +23,6 @@ import argparse
 import json
 import os
 import resource
-import shutil
 import statistics
 import subprocess
 import sys
@@ -42,20 +41,20 @@ from common import (  # noqa: E402
     BIN,
     PYTHON,
     RESULTS,
+    Restorer,
     Sandbox,
     commit_all,
     edit_lines,
+    enter_env,
     generate_repo,
     git,
+    log,
+    print_table,
     run,
 )
 
 FLOOR_DIFF = ["sh", "-c", "git status --porcelain >/dev/null && git diff -U0 >/dev/null"]
 FLOOR_STATUS = ["git", "status", "--porcelain"]
-
-
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
 
 
 # ---- paired timing -------------------------------------------------------------------------
@@ -94,7 +93,7 @@ def _once(argv: Sequence[Any], cwd: Path, env: dict[str, str]) -> float:
 
 
 def paired(case: str, a: Sequence[Any], floor: str, b: Sequence[Any], cwd: Path,
-           env: dict[str, str], runs: int, before: Callable[[], None] | None = None,
+           env: dict[str, str], runs: int, before: Callable[[], object] | None = None,
            target: str = "") -> Row:
     """A and B in turn, `runs` pairs after one warm-up pair; who goes first alternates."""
     a_s: list[float] = []
@@ -115,33 +114,15 @@ def paired(case: str, a: Sequence[Any], floor: str, b: Sequence[Any], cwd: Path,
     return row
 
 
-class Saved:
-    """A directory kept aside and put back before every run (mtimes kept)."""
-
-    def __init__(self, src: Path, store: Path) -> None:
-        self.src, self.store = src, store
-        shutil.copytree(src, store, symlinks=True, copy_function=shutil.copy2)
-
-    def restore(self) -> None:
-        shutil.rmtree(self.src)
-        shutil.copytree(self.store, self.src, symlinks=True, copy_function=shutil.copy2)
-
-
-def in_process(sb: Sandbox) -> None:
-    """Run the product in this process as the sandbox's commands run (its environment)."""
-    os.environ.clear()
-    os.environ.update(sb.env)
-
-
 # ---- reported tasks ----------------------------------------------------------------------------
 
-def reported_scene(n: int) -> tuple[Sandbox, Saved]:
+def reported_scene(n: int) -> tuple[Sandbox, Restorer]:
     from testing.cli import run_cli
     from testing.repo import build_repo
     from testing.reported import reported_tasks, scene_files
 
     sb = Sandbox.create()
-    in_process(sb)
+    enter_env(sb.env)
     sb.repo.rmdir()
     build_repo(sb.repo, scene_files(n))
     reported_tasks(sb.repo, lambda r, *a, **k: run_cli("coord", r, *a, **k),
@@ -151,7 +132,7 @@ def reported_scene(n: int) -> tuple[Sandbox, Saved]:
     hgit.close_readers()
     time.sleep(1.1)  # past the racy-clean second of the files just written (as commit_all)
     git(sb, "update-index", "-q", "--really-refresh")
-    return sb, Saved(sb.repo / ".git" / "coord", sb.root / "coord-saved")
+    return sb, Restorer(sb.repo / ".git" / "coord", sb.root / "coord-saved", sync=False)
 
 
 def reported_rows(runs: int, sizes: Sequence[int]) -> list[Row]:
@@ -196,7 +177,7 @@ def tree_rows(runs: int, sizes: Sequence[int]) -> list[Row]:
             for p in mine:
                 edit_lines(sb.repo / p, (3, 9), "T")
             run([BIN / "worker", "heartbeat", "T", "--json"], sb.repo, sb.env).check()
-            saved = Saved(sb.repo / ".git" / "coord", sb.root / "coord-saved")
+            saved = Restorer(sb.repo / ".git" / "coord", sb.root / "coord-saved", sync=False)
             label = f"{n // 1000}k files"
             rows.append(paired(f"worker heartbeat, {label}", [BIN / "worker", "heartbeat", "T", "--json"],
                                "git status", FLOOR_STATUS, sb.repo, sb.env, runs,
@@ -221,7 +202,7 @@ def assign_rows(runs: int, sizes: Sequence[int]) -> list[Row]:
         log(f"assign with {n:,} tasks")
         sb = Sandbox.create()
         try:
-            in_process(sb)
+            enter_env(sb.env)
             (sb.repo / "README.md").write_text("x\n")
             commit_all(sb, "one file")
             from hunkwise.shared import git as hgit
@@ -238,7 +219,7 @@ def assign_rows(runs: int, sizes: Sequence[int]) -> list[Row]:
                                             grants=[parse_grant(f"g/{i:04d}/**")],
                                             created_at=now, updated_at=now)
             hgit.close_readers()
-            saved = Saved(sb.repo / ".git" / "coord", sb.root / "coord-saved")
+            saved = Restorer(sb.repo / ".git" / "coord", sb.root / "coord-saved", sync=False)
             rows.append(paired(f"coord assign, {n:,} tasks",
                                [BIN / "coord", "assign", "NEW", "--title", "t", "--expect", "e",
                                 "--write", "new/**", "--json"], "python -c pass",
@@ -263,7 +244,7 @@ rm -rf "$T"
 """
 
 
-def accept_scene(files: int = 500) -> tuple[Sandbox, Saved, Path, Path]:
+def accept_scene(files: int = 500) -> tuple[Sandbox, Restorer, Path, Path]:
     """Tasks A and B hold lines 1-20 and 21-40 of the same `files` files and have reported
     two hunks in each; the floors' scripts (hash-object, pack), and `.git` kept aside."""
     sb = Sandbox.create()
@@ -298,7 +279,8 @@ def accept_scene(files: int = 500) -> tuple[Sandbox, Saved, Path, Path]:
     pack_floor = sb.root / "floor-pack.sh"
     pack_floor.write_text(FLOOR_SCRIPT.format(
         head=head, write_blobs=f"git fast-import --quiet <{sb.root / 'blobs.stream'}"))
-    return sb, Saved(sb.repo / ".git", sb.root / "git-saved"), hash_floor, pack_floor
+    saved = Restorer(sb.repo / ".git", sb.root / "git-saved", sync=False)
+    return sb, saved, hash_floor, pack_floor
 
 
 def accept_rows(runs: int, files: int = 500) -> list[Row]:
@@ -354,8 +336,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=None, help="pairs a case (default 7)")
     ap.add_argument("--json", default=str(RESULTS / "costs.json"))
     a = ap.parse_args(argv)
-    from common import print_table
-
     found, flat = rows(a.quick, a.runs)
     print(print_table([x.cells() for x in found] + flat, HEADER))
     Path(a.json).parent.mkdir(parents=True, exist_ok=True)

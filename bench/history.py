@@ -42,17 +42,21 @@ from typing import Any
 sys.dont_write_bytecode = True
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from avs_util import loadavg, machine, rel, run_ru  # noqa: E402
 from common import (  # noqa: E402
     BIN,
-    RESULTS,
+    Bench,
     Sandbox,
     Timing,
     commit_all,
     edit_lines,
+    enter_env,
     generate_repo,
-    git,
+    load_line,
+    log,
+    parse_bench_args,
     print_table,
+    run_ru,
+    verdict,
     write_json,
 )
 
@@ -62,19 +66,10 @@ TARGET = 0.10
 COMMANDS = ("coord status", "coord next", "worker done", "coord accept")
 
 
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--runs", type=int, default=None, help="pairs per command (default 11)")
-    ap.add_argument("--quick", action="store_true", help="3 pairs per command")
-    ap.add_argument("--keep", action="store_true", help="keep the sandbox and print its path")
-    ap.add_argument("--out", type=Path, default=RESULTS / "history.json")
-    a = ap.parse_args(argv)
-    a.runs = a.runs or (3 if a.quick else 11)
-    return a
+    return parse_bench_args(argv, __doc__, "history.json", runs=(11, 3),
+                            runs_help="pairs per command (default 11)",
+                            quick_help="3 pairs per command")
 
 
 # ---- scene-setting, in-process --------------------------------------------------------
@@ -96,8 +91,7 @@ def build_scene(sb: Sandbox) -> dict[str, Any]:
 
     layout = generate_repo(sb, 60, 3)
     commit_all(sb, "generated")
-    os.environ.clear()
-    os.environ.update(sb.env)
+    enter_env(sb.env)
     os.chdir(sb.repo)
     cli(coord, "init")
     files = iter(layout[0] + layout[1])
@@ -232,9 +226,8 @@ class Pristine:
 def main(argv: list[str] | None = None) -> int:
     a = parse_args(argv)
     K = a.runs
-    t_start = time.perf_counter()
-    load_start = loadavg()
-    sb = Sandbox.create(keep=a.keep)
+    b = Bench(keep=a.keep)
+    sb = b.sb
     cwd = os.getcwd()
     env0 = dict(os.environ)
     setup: dict[str, float] = {}
@@ -256,8 +249,7 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.perf_counter()
             sizes[side] = replicate_history(repo / ".git" / "coord", **SIZES[side])
             setup[f"replicate_{side}_s"] = round(time.perf_counter() - t0, 2)
-            os.environ.clear()
-            os.environ.update(sb.env)
+            enter_env(sb.env)
             for args in (("update-index", "-q", "--really-refresh"), ("status", "--porcelain")):
                 run_ru(["git", *args], repo, sb.env)
         log(f"  history: {sizes}")
@@ -329,8 +321,7 @@ def main(argv: list[str] | None = None) -> int:
                          f"{wall_r:.2f}", f"{l_.median / s_.median:.2f}",
                          f"{s_.cpu_median * 1000:.0f}",
                          f"{l_.cpu_median * 1000:.0f}", f"{cpu_r:.2f}",
-                         ("met" if ok else "NOT met") + ("" if cpu_ok == ok else
-                                                         f" (cpu: {'met' if cpu_ok else 'NOT met'})")])
+                         verdict(ok) + ("" if cpu_ok == ok else f" (cpu: {verdict(cpu_ok)})")])
             results[c] = {"small": s_.as_json(), "large": l_.as_json(),
                           "paired_ratio_median": round(wall_r, 3),
                           "paired_cpu_ratio_median": round(cpu_r, 3),
@@ -344,13 +335,13 @@ def main(argv: list[str] | None = None) -> int:
             "params": {"runs": K, "quick": a.quick, "sizes": SIZES,
                        "scene": {"active": ["A in_progress (1 hunk)", "B reported (1 hunk)",
                                             "C assigned", "D assigned"], **paths}},
-            "machine": machine(load_start),
+            "machine": b.machine(),
             "history": sizes,
             "setup": setup,
             "target": {"ratio_within": TARGET, "met": verdicts, "all_met": all(verdicts.values()),
                        "rule": "median over pairs of large/small wall time within 1 +- 0.10"},
             "results": results,
-            "total_s": round(time.perf_counter() - t_start, 1),
+            "total_s": b.total_s(),
         }
         write_json(a.out, doc)
         print(table)
@@ -364,19 +355,14 @@ def main(argv: list[str] | None = None) -> int:
               "brackets where it differs), and the ratio of the two medians")
         print(f"large/small within +-10% (median of {K} paired ratios, wall): "
               f"{sum(verdicts.values())} of {len(verdicts)} commands: target "
-              f"{'met' if all(verdicts.values()) else 'NOT met'}")
-        m = doc["machine"]
-        print(f"load average: {m['loadavg_start']} at start, {m['loadavg_end']} at the end "
-              f"({m['cpus']} cpus)")
-        print(f"wrote {rel(a.out)} in {doc['total_s']:.0f}s")
-        if a.keep:
-            print(f"kept: {sb.root}  (env: HOME={sb.env['HOME']})")
+              f"{verdict(all(verdicts.values()))}")
+        print(load_line(doc["machine"]))
+        b.finish(a.out, doc, home=True)
         return 0
     finally:
         os.chdir(cwd)
-        os.environ.clear()
-        os.environ.update(env0)
-        sb.close()
+        enter_env(env0)
+        b.close()
 
 
 if __name__ == "__main__":

@@ -36,8 +36,7 @@ from typing import Any
 sys.dont_write_bytecode = True
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from avs_util import loadavg, machine, run_ru  # noqa: E402
-from common import BIN, PYTHON, RESULTS, hermetic_env  # noqa: E402
+from common import BIN, PYTHON, RESULTS, hermetic_env, loadavg, machine, run_ru  # noqa: E402
 
 HOOK = "import sys; from hunkwise.coordinator.hook import main; sys.exit(main())"
 AGENT = "bench-agent-0001"

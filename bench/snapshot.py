@@ -24,7 +24,6 @@ Results: bench/results/snapshot.json and a table on stdout.
 from __future__ import annotations
 
 import argparse
-import os
 import resource
 import sys
 import time
@@ -34,21 +33,31 @@ from typing import Any
 sys.dont_write_bytecode = True
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from avs_util import cprofile_cli, git_trace, loadavg, machine, rel, run_ru, wall_cpu
 from common import (
     BIN,
     PYTHON,
-    RESULTS,
     ROOT,
-    Sandbox,
+    Bench,
     Step,
     commit_all,
+    count_hunks,
+    cprofile_cli,
     edit_lines,
+    enter_env,
     generate_repo,
     git,
+    git_trace,
     interleave,
+    load_line,
+    log,
+    mib,
+    parse_bench_args,
     print_table,
+    ru_step,
     run,
+    run_ru,
+    verdict,
+    vs_floor,
     write_json,
 )
 
@@ -57,37 +66,18 @@ EDITED_FILES = 3
 EDITED_LINES = (8, 24)
 
 
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--files", type=int, default=None, help="files in the repo (default 10000; quick 2000)")
-    ap.add_argument("--runs", type=int, default=None, help="timed runs (default 9; quick 3)")
-    ap.add_argument("--quick", action="store_true", help="2,000 files, 3 runs")
-    ap.add_argument("--profile", action="store_true",
-                    help="also cProfile worker done, and list the git processes of a snapshot")
-    ap.add_argument("--keep", action="store_true", help="keep the sandbox and print its path")
-    ap.add_argument("--out", type=Path, default=RESULTS / "snapshot.json")
-    a = ap.parse_args(argv)
-    a.files = a.files or (2000 if a.quick else 10000)
-    a.runs = a.runs or (3 if a.quick else 9)
-    return a
-
-
-def count_hunks(patch: bytes) -> int:
-    return sum(1 for line in patch.split(b"\n") if line.startswith(b"@@ "))
+    return parse_bench_args(
+        argv, __doc__, "snapshot.json", files=(10000, 2000), runs=(9, 3),
+        profile_help="also cProfile worker done, and list the git processes of a snapshot")
 
 
 def main(argv: list[str] | None = None) -> int:
     a = parse_args(argv)
     K = a.runs
-    t_start = time.perf_counter()
-    load_start = loadavg()
-    sb = Sandbox.create(keep=a.keep)
-    setup: dict[str, float] = {}
-    try:
+    with Bench(keep=a.keep) as b:
+        sb = b.sb
+        setup: dict[str, float] = {}
         log(f"repo: {sb.repo} ({a.files} files, {K} runs)")
         t0 = time.perf_counter()
         layout = generate_repo(sb, a.files, 50)
@@ -105,8 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         n_hunks = EDITED_FILES * len(EDITED_LINES) + 1
 
         # ---- the product's snapshot, in this process ---------------------------------------
-        os.environ.clear()
-        os.environ.update(sb.env)  # hermetic: the product's git.run reads os.environ
+        enter_env(sb.env)  # hermetic: the product's git.run reads os.environ
         sys.path.insert(0, str(ROOT))
         from hunkwise.shared.hunks import snapshot as product_snapshot
 
@@ -126,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
             return dt, cpu
 
         snippet = (f"import sys; sys.path.insert(0, {str(ROOT)!r}); from pathlib import Path; "
-                   "from shared.diff import snapshot; print(snapshot(Path('.')).tree)")
+                   "from hunkwise.shared.hunks import snapshot; print(snapshot.take(Path('.')).tree)")
 
         def snapshot_python_c(i: int) -> tuple[float, float]:
             r = run_ru([PYTHON, "-c", snippet], sb.repo, sb.env).check()
@@ -173,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
             Step("worker done --no-run-checks", done_once, before=reopen,
                  note="end to end; request-changes + worker start before each run, untimed"),
             Step("git status + git diff -U0", floor_once, note="core_loop.py's floor, for context"),
-            Step("python -c pass", lambda i: wall_cpu(run_ru([PYTHON, "-c", "pass"], sb.repo, sb.env).check())),
+            Step("python -c pass", ru_step(sb, [PYTHON, "-c", "pass"])),
         ]
         t0 = time.perf_counter()
         timings = interleave(steps, K, warmup=1, log=log)
@@ -181,16 +170,12 @@ def main(argv: list[str] | None = None) -> int:
 
         if a.profile:
             reopen()
-            out = cprofile_cli("worker_done_small", ["worker", "done", TASK, "--no-run-checks", "--json"],
-                               sb.repo, sb)
-            log(f"  profile: {rel(out)}")
-            out, wall, in_git = git_trace("snapshot", [PYTHON, "-c", snippet], sb.repo, sb)
-            log(f"  git trace: {rel(out)} (wall {wall:.3f}s, in git {in_git:.3f}s)")
+            cprofile_cli("worker_done_small", ["worker", "done", TASK, "--no-run-checks", "--json"],
+                         sb.repo, sb)
+            git_trace("snapshot", [PYTHON, "-c", snippet], sb.repo, sb)
             reopen()
-            out, wall, in_git = git_trace("worker_done_small",
-                                          [BIN / "worker", "done", TASK, "--no-run-checks", "--json"],
-                                          sb.repo, sb)
-            log(f"  git trace: {rel(out)} (wall {wall:.3f}s, in git {in_git:.3f}s)")
+            git_trace("worker_done_small", [BIN / "worker", "done", TASK, "--no-run-checks", "--json"],
+                      sb.repo, sb)
 
         ref = timings["git status --porcelain"]
         rm, rc = ref.median, ref.cpu_median
@@ -198,9 +183,7 @@ def main(argv: list[str] | None = None) -> int:
                  "worker done --no-run-checks", "git status + git diff -U0", "python -c pass"]
         rows = []
         for n in order:
-            t = timings[n]
-            rows.append([n, f"{t.median * 1000:.1f}", f"{t.median / rm:.2f}",
-                         f"{t.cpu_median * 1000:.1f}", f"{t.cpu_median / rc:.2f}"])
+            rows.append([n, *vs_floor(timings[n], ref, in_ms=True)])
         table = print_table(rows, ["command", "median ms", "x status", "cpu ms", "cpu x status"])
         snap = timings["snapshot (in-process)"]
         done = timings["worker done --no-run-checks"]
@@ -209,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
             "bench": "snapshot",
             "params": {"files": a.files, "lines_per_file": 40, "runs": K, "quick": a.quick,
                        "change": f"{EDITED_FILES} files x {len(EDITED_LINES)} lines edited + 1 new file"},
-            "machine": machine(load_start),
+            "machine": b.machine(),
             "setup": {k: round(x, 3) for k, x in setup.items()},
             "reference": "git status --porcelain",
             "results": {n: timings[n].as_json(rm) for n in order},
@@ -220,25 +203,20 @@ def main(argv: list[str] | None = None) -> int:
             "worker_done_peak_rss_kib": memory,
             "aim": "snapshot within 2x of git status",
             "aim_met": snap.median / rm <= 2.0,
-            "total_s": round(time.perf_counter() - t_start, 1),
+            "total_s": b.total_s(),
         }
         write_json(a.out, doc)
         print(table)
         print(f"\nsnapshot (in-process): {snap.median * 1000:.1f} ms = {snap.median / rm:.2f}x git status "
-              f"({snap.cpu_median / rc:.2f}x in CPU); aim within 2x: {'met' if doc['aim_met'] else 'NOT met'}")
+              f"({snap.cpu_median / rc:.2f}x in CPU); aim within 2x: {verdict(doc['aim_met'])}")
         print(f"worker done: {done.median * 1000:.0f} ms = {done.median / rm:.1f}x git status, "
               f"{done.median / floor2.median:.1f}x git status + git diff -U0; "
-              f"peak RSS {max(memory) / 1024:.0f} MiB")
+              f"peak RSS {mib(memory)} MiB")
         print(f"tree: {a.files} files; change: {status_lines} status lines, {n_hunks} hunks (the "
               f"new file is one); {K} runs")
-        print(f"load average: {load_start} at start, {doc['machine']['loadavg_end']} at the end "
-              f"({doc['machine']['cpus']} cpus)")
-        print(f"wrote {rel(a.out)} in {doc['total_s']:.0f}s")
-        if a.keep:
-            print(f"kept: {sb.root}")
+        print(load_line(doc["machine"]))
+        b.finish(a.out, doc)
         return 0
-    finally:
-        sb.close()
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ bare interpreter), `git status` in the same repo, `coord --version`, `coord stat
 command's median and its excess over the bare interpreter are printed against the target
 "at most 100 ms above the bare interpreter".
 
-Then the git processes (GIT_TRACE2_PERF, counted as avs_util.git_trace does) of
+Then the git processes (GIT_TRACE2_PERF, read as common.git_trace reads them) of
 `coord status`, `worker done` (a one-line change), `coord next` (one pending report) and
 `coord accept` (that task's change), and `coord accept` of a range grant's change beside
 another range's in the same file, against the target "coord accept starts at most 12".
@@ -20,7 +20,6 @@ Results: bench/results/startup.json and a table on stdout. See bench/README.md.
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import time
 from pathlib import Path
@@ -29,19 +28,28 @@ from typing import Any
 sys.dont_write_bytecode = True
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from avs_util import loadavg, machine, rel, run_ru, wall_cpu  # noqa: E402
 from common import (  # noqa: E402
     BIN,
     PYTHON,
     RESULTS,
+    Bench,
     Sandbox,
     Step,
     commit_all,
     edit_lines,
     generate_repo,
     interleave,
+    load_line,
+    log,
+    parse_bench_args,
     print_table,
+    rel,
     run,
+    run_traced,
+    trace_command,
+    trace_depth,
+    verdict,
+    wall_cpu,
     write_json,
 )
 
@@ -49,41 +57,25 @@ TARGET_EXCESS_S = 0.100   # fixed cost of a command above the bare interpreter
 TARGET_ACCEPT_GIT = 12    # git processes of one coord accept
 
 
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--runs", type=int, default=None, help="timed runs per command (default 15)")
-    ap.add_argument("--quick", action="store_true", help="5 runs")
-    ap.add_argument("--keep", action="store_true", help="keep the sandbox and print its path")
-    ap.add_argument("--out", type=Path, default=RESULTS / "startup.json")
-    a = ap.parse_args(argv)
-    a.runs = a.runs or (5 if a.quick else 15)
-    return a
+    return parse_bench_args(argv, __doc__, "startup.json", runs=(15, 5),
+                            runs_help="timed runs per command (default 15)")
 
 
 def count_git(name: str, argv: list[Any], sb: Sandbox) -> dict[str, Any]:
-    """Run one command under GIT_TRACE2_PERF (the technique of avs_util.git_trace) and count
-    the git processes it started itself (depth 0) and those a git process started in turn
-    (nested); the list goes to results/profile_<name>_git.txt."""
-    trace = sb.root / f"{name}.trace2"
-    trace.unlink(missing_ok=True)
-    r = run_ru(argv, sb.repo, dict(sb.env, GIT_TRACE2_PERF=str(trace))).check()
-    lines = trace.read_text(errors="replace").splitlines() if trace.exists() else []
+    """Run one command under GIT_TRACE2_PERF (common.run_traced, as common.git_trace does)
+    and count the git processes it started itself (depth 0) and those a git process started
+    in turn (nested); the list goes to results/profile_<name>_git.txt."""
+    r, trace = run_traced(name, argv, sb.repo, sb)
     direct = nested = 0
     git_s = 0.0
     listing = []
-    for line in lines:
-        p = [x.strip() for x in line.split("|")]
-        if len(p) < 9:
-            continue
+    for p in trace:
         if p[3] == "start":
-            depth = int(p[1][1:]) if p[1][1:].isdigit() else 0
+            depth = trace_depth(p)
             direct += depth == 0
             nested += depth > 0
-            listing.append("    " * depth + re.sub(r"(-c \S+ )+", "", p[8])[:150])
+            listing.append("    " * depth + trace_command(p)[:150])
         elif p[3] == "exit" and p[1] == "d0":
             git_s += float(p[5] or 0)
     out = RESULTS / f"profile_{name}_git.txt"
@@ -98,10 +90,8 @@ def count_git(name: str, argv: list[Any], sb: Sandbox) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     a = parse_args(argv)
     K = a.runs
-    t_start = time.perf_counter()
-    load_start = loadavg()
-    sb = Sandbox.create(keep=a.keep)
-    try:
+    with Bench(keep=a.keep) as b:
+        sb = b.sb
         log(f"repo: {sb.repo} (60 files, 3 tasks, {K} runs)")
         layout = generate_repo(sb, 60, 3)
         commit_all(sb, "generated")
@@ -193,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
             rows.append([name, f"{t.median * 1000:.0f}", f"{ex * 1000:+.0f}",
                          f"{t.cpu_median * 1000:.0f}", f"{exc * 1000:+.0f}",
                          str(g["git_processes"]) if g else "",
-                         ("met" if ok else "NOT met") if judged else ""])
+                         verdict(ok) if judged else ""])
             results[name] = dict(t.as_json(), excess_over_python_ms=round(ex * 1000, 1),
                                  cpu_excess_over_python_ms=round(exc * 1000, 1),
                                  git=g, **({"target_met": ok} if judged else {}))
@@ -211,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
         doc: dict[str, Any] = {
             "bench": "startup",
             "params": {"files": 60, "tasks": 3, "started": 1, "runs": K, "quick": a.quick},
-            "machine": machine(load_start),
+            "machine": b.machine(),
             "targets": {
                 "excess_over_python_ms": TARGET_EXCESS_S * 1000,
                 "excess_met": verdicts,
@@ -222,25 +212,20 @@ def main(argv: list[str] | None = None) -> int:
             "results": results,
             "git_processes": counted,
             "measure_s": round(measure_s, 1),
-            "total_s": round(time.perf_counter() - t_start, 1),
+            "total_s": b.total_s(),
         }
         write_json(a.out, doc)
         print(table)
         print(f"\nfixed cost: {n_met} of {len(verdicts)} commands within 100 ms of the bare "
               f"interpreter ({bm * 1000:.0f} ms wall, {bc * 1000:.0f} ms cpu): target "
-              f"{'met' if all(verdicts.values()) else 'NOT met'}")
+              f"{verdict(all(verdicts.values()))}")
         print(f"\n{gtable}")
         print(f"\ncoord accept starts {accept_n} git processes ({ranges_n} with range grants): "
-              f"target <= {TARGET_ACCEPT_GIT} {'met' if accept_ok else 'NOT met'}")
-        m = doc["machine"]
-        print(f"load average: {m['loadavg_start']} at start, {m['loadavg_end']} at the end "
-              f"({m['cpus']} cpus); {K} runs; git lists in bench/results/profile_startup_*_git.txt")
-        print(f"wrote {rel(a.out)} in {doc['total_s']:.0f}s")
-        if a.keep:
-            print(f"kept: {sb.root}  (env: HOME={sb.env['HOME']})")
+              f"target <= {TARGET_ACCEPT_GIT} {verdict(accept_ok)}")
+        print(load_line(doc["machine"]) + f"; {K} runs; git lists in "
+              "bench/results/profile_startup_*_git.txt")
+        b.finish(a.out, doc, home=True)
         return 0
-    finally:
-        sb.close()
 
 
 if __name__ == "__main__":

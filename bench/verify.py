@@ -32,52 +32,50 @@ from typing import Any
 sys.dont_write_bytecode = True
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from avs_util import cprofile_cli, git_trace, loadavg, machine, rel, run_ru, wall_cpu
 from common import (
     BIN,
     PYTHON,
-    RESULTS,
-    Sandbox,
+    Bench,
     Step,
     Timing,
+    aim_line,
     commit_all,
+    cprofile_cli,
     edit_lines,
+    floor_ratios,
     generate_repo,
     git,
+    git_trace,
     interleave,
+    load_line,
+    log,
+    mib,
+    parse_bench_args,
     print_table,
+    ru_step,
     run,
+    run_ru,
+    verdict,
+    vs_floor,
     write_json,
 )
 
 
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--files", type=int, default=None, help="files in the repo (default 10000; quick 2000)")
-    ap.add_argument("--dirty", type=int, default=20, help="files with uncommitted edits at the freeze (default 20)")
-    ap.add_argument("--runs", type=int, default=None, help="timed runs (default 5; quick 3)")
-    ap.add_argument("--quick", action="store_true", help="2,000 files, 3 runs")
-    ap.add_argument("--profile", action="store_true", help="also cProfile one coord verify")
-    ap.add_argument("--keep", action="store_true", help="keep the sandbox and print its path")
-    ap.add_argument("--out", type=Path, default=RESULTS / "verify.json")
-    a = ap.parse_args(argv)
-    a.files = a.files or (2000 if a.quick else 10000)
-    a.runs = a.runs or (3 if a.quick else 5)
-    return a
+    def dirty(ap: argparse.ArgumentParser) -> None:
+        ap.add_argument("--dirty", type=int, default=20,
+                        help="files with uncommitted edits at the freeze (default 20)")
+
+    return parse_bench_args(argv, __doc__, "verify.json", files=(10000, 2000), runs=(5, 3),
+                            before_runs=dirty, profile_help="also cProfile one coord verify")
 
 
 def main(argv: list[str] | None = None) -> int:
     a = parse_args(argv)
     K = a.runs
-    t_start = time.perf_counter()
-    load_start = loadavg()
-    sb = Sandbox.create(keep=a.keep)
-    setup: dict[str, float] = {}
-    try:
+    with Bench(keep=a.keep) as b:
+        sb = b.sb
+        setup: dict[str, float] = {}
         log(f"repo: {sb.repo} ({a.files} files, {a.dirty} dirty, {K} runs)")
         t0 = time.perf_counter()
         layout = generate_repo(sb, a.files, 50)
@@ -130,17 +128,14 @@ def main(argv: list[str] | None = None) -> int:
                 return wall, add.cpu + rm.cpu
             return once
 
-        def simple(argv: list[Any]):
-            return lambda i: wall_cpu(run_ru(argv, sb.repo, sb.env).check())
-
         steps = [
             Step("floor", floor_once(False), note="git worktree add --detach TMP HEAD; git worktree remove TMP"),
             Step(STRICT, floor_once(True),
                  note="the same with remove --force, as verify does: no clean-check of the "
                       "fresh checkout (which re-hashes its racily clean files)"),
             Step("coord verify", verify_once, note='[verify] commands = ["true"]'),
-            Step("git status --porcelain", simple(["git", "status", "--porcelain"])),
-            Step("python -c pass", simple([PYTHON, "-c", "pass"])),
+            Step("git status --porcelain", ru_step(sb, ["git", "status", "--porcelain"])),
+            Step("python -c pass", ru_step(sb, [PYTHON, "-c", "pass"])),
         ]
         t0 = time.perf_counter()
         timings = interleave(steps, K, warmup=1, log=log)
@@ -151,62 +146,49 @@ def main(argv: list[str] | None = None) -> int:
         assert len([x for x in git(sb, "status", "--porcelain").decode().splitlines() if x]) == a.dirty
 
         if a.profile:
-            out = cprofile_cli("verify", ["coord", "verify", "--json"], sb.repo, sb)
-            log(f"  profile: {rel(out)}")
-            out, wall, in_git = git_trace("verify", [BIN / "coord", "verify", "--json"], sb.repo, sb)
-            log(f"  git trace: {rel(out)} (wall {wall:.3f}s, in git {in_git:.3f}s)")
+            cprofile_cli("verify", ["coord", "verify", "--json"], sb.repo, sb)
+            git_trace("verify", [BIN / "coord", "verify", "--json"], sb.repo, sb)
 
         floor = timings["floor"]
-        fm, fc = floor.median, floor.cpu_median
+        fm = floor.median
         timings.update(floor_parts)
         order = ["floor", STRICT, "coord verify", "git worktree add", "git worktree remove",
                  "git worktree remove --force", "git status --porcelain", "python -c pass"]
         rows = []
         for n in order:
-            t = timings[n]
-            mem = f"{max(memory[n]) / 1024:.0f}" if memory.get(n) else "-"
-            rows.append([n, f"{t.median:.3f}", f"{t.median / fm:.2f}", f"{t.cpu_median:.3f}",
-                         f"{t.cpu_median / fc:.2f}", mem])
+            rows.append([n, *vs_floor(timings[n], floor), mib(memory.get(n, []))])
         table = print_table(rows, ["command", "median s", "x floor", "cpu s", "cpu x floor", "peak MiB"])
         v = timings["coord verify"]
         doc: dict[str, Any] = {
             "bench": "verify",
             "params": {"files": a.files, "dirty_files": a.dirty, "lines_per_file": 40, "runs": K,
                        "verify_commands": ["true"], "quick": a.quick},
-            "machine": machine(load_start),
+            "machine": b.machine(),
             "setup": {k: round(x, 3) for k, x in setup.items()},
             "floor": floor.as_json(fm),
             "results": {n: timings[n].as_json(fm) for n in order},
             "peak_rss_kib": memory,
-            "ratio_to_floor": round(v.median / fm, 2),
-            "cpu_ratio_to_floor": round(v.cpu_median / fc, 2),
+            **floor_ratios(v, floor),
             "ratio_to_strict_floor": round(v.median / timings[STRICT].median, 2),
             "cpu_ratio_to_strict_floor": round(v.cpu_median / timings[STRICT].cpu_median, 2),
             "aim": "within 1.5x of the floor",
             "aim_met": v.median / fm <= 1.5,
             "aim_met_against_strict_floor": v.median / timings[STRICT].median <= 1.5,
-            "total_s": round(time.perf_counter() - t_start, 1),
+            "total_s": b.total_s(),
         }
         write_json(a.out, doc)
         print(table)
-        print(f"\ncoord verify: {v.median:.3f}s = {v.median / fm:.2f}x the floor "
-              f"({v.cpu_median / fc:.2f}x in CPU); aim within 1.5x: "
-              f"{'met' if doc['aim_met'] else 'NOT met'}")
+        print(aim_line("coord verify", v, floor, 1.5, doc["aim_met"]))
         st = timings[STRICT]
         print(f"  against the strict floor (remove --force): {v.median / st.median:.2f}x "
               f"({v.cpu_median / st.cpu_median:.2f}x in CPU); aim "
-              f"{'met' if doc['aim_met_against_strict_floor'] else 'NOT met'}")
-        print(f"peak RSS: coord verify {max(memory['coord verify']) / 1024:.0f} MiB, "
-              f"floor {max(memory['floor']) / 1024:.0f} MiB (largest single process)")
+              f"{verdict(doc['aim_met_against_strict_floor'])}")
+        print(f"peak RSS: coord verify {mib(memory['coord verify'])} MiB, "
+              f"floor {mib(memory['floor'])} MiB (largest single process)")
         print(f"tree: {a.files} files, {a.dirty} with uncommitted edits at the freeze; {K} runs")
-        print(f"load average: {load_start} at start, {doc['machine']['loadavg_end']} at the end "
-              f"({doc['machine']['cpus']} cpus)")
-        print(f"wrote {rel(a.out)} in {doc['total_s']:.0f}s")
-        if a.keep:
-            print(f"kept: {sb.root}")
+        print(load_line(doc["machine"]))
+        b.finish(a.out, doc)
         return 0
-    finally:
-        sb.close()
 
 
 if __name__ == "__main__":
