@@ -208,7 +208,7 @@ class BoardProc:
         self.proc.send_signal(signal.SIGCONT)
 
     def stop(self) -> None:
-        self.proc.send_signal(signal.SIGINT)
+        self.proc.send_signal(signal.SIGTERM)
         self.proc.wait(timeout=30)
 
 

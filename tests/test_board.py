@@ -208,3 +208,22 @@ def test_coord_board_prints_its_url_when_ready_and_stops_on_interrupt(scene: Pat
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 0 and "board stopped" in out.decode()
+
+
+def test_coord_board_stops_cleanly_on_sigterm_even_started_with_sigint_ignored(
+        scene: Path) -> None:
+    """A service manager stops it with SIGTERM; a shell's background job starts it with
+    SIGINT ignored: either way it stops, answers nothing more, and says so."""
+    def ignore_sigint() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        proc = subprocess.Popen([str(BIN / "coord"), "board", "--port", "0"], cwd=scene,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                preexec_fn=ignore_sigint)
+        try:
+            Lines(proc.stderr).wait_for("board: ready at ")
+        finally:
+            proc.send_signal(sig)
+            out, _ = proc.communicate(timeout=60)
+        assert proc.returncode == 0 and "board stopped" in out.decode(), sig
