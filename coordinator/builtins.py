@@ -269,8 +269,8 @@ _TMUX_READ = {"ls", "list-sessions", "list-windows", "lsw", "list-panes", "lsp",
               "list-clients", "lsc", "list-buffers", "lsb", "list-keys", "lsk",
               "list-commands", "lscm", "has-session", "has", "capture-pane", "capturep",
               "show-options", "show", "show-environment", "showenv", "show-buffer", "showb",
-              "info", "server-info", "kill-session", "kill-server", "kill-pane", "killp",
-              "kill-window", "killw", "-V"}
+              "info", "server-info", "-V"}
+_TMUX_KILL = {"kill-session", "kill-server", "kill-pane", "killp", "kill-window", "killw"}
 
 
 def _tmux(words: list[Word], scope: Scope, cmd: Simple, appended: bool) -> Blocked | None:
@@ -282,6 +282,10 @@ def _tmux(words: list[Word], scope: Scope, cmd: Simple, appended: bool) -> Block
     sub = words[i].text if i < len(words) else ""
     if sub in _TMUX_READ or (words[0].text.endswith("screen") and sub in ("-ls", "-list")):
         return None
+    if sub in _TMUX_KILL:
+        return _block(words, f"`{words[0].text} {sub}` ends terminals the guard does not "
+                      "see: the coordinator's launched agents run in tmux", "leave the "
+                      "terminals to the coordinator (coord stop ends a launched agent)")
     if not sub and not words[0].text.endswith("screen"):
         sub = "new-session"
     return _block(words, f"`{words[0].text} {sub}` runs or types commands in a terminal the "

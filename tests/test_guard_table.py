@@ -165,6 +165,7 @@ HOSTILE = ISSUE_LINES + [
     "fakeroot -s /tmp/s git stash", "setpriv --no-new-privs git stash",
     "timeout -s KILL 5 git stash", "timeout --weird 5 git stash", "sg staff -c 'git stash'",
     "tmux send-keys 'git stash' Enter", "tmux run-shell 'git stash'", "tmux new -d git stash",
+    "tmux kill-server", "tmux -L hunkwise kill-session -t A",
     "tmux", "screen -dm git stash", "gh repo sync", "gh alias set co 'pr checkout'",
     "gh co 12", "gh extension exec x", "mytool --run 'git stash'", "vim -c '!git stash' f.txt",
     "less '+!git stash' f.txt", "gdb -ex 'shell git stash'", "sqlite3 :memory: '.shell git stash'",
@@ -802,8 +803,8 @@ def test_protected_files_are_refused_even_without_a_session(tree: tuple[Path, st
     for tool_input in ({"file_path": str(repo / ".git" / "config"), "content": "x"},
                        {"file_path": str(repo / ".claude" / "settings.local.json"), "content": ""}):
         code, message = guard(_call("Write", tool_input, str(repo)), {})
-        assert code == 2 and "never" in message or "hook settings" in message or ".git" in \
-            message, message
+        assert code == 2 and any(w in message for w in ("never", "hook settings", ".git")), \
+            message
     # other files are not judged without a session
     assert guard(_call("Write", {"file_path": str(repo / "g.txt"), "content": "x"},
                        str(repo)), {}) == (0, "")
