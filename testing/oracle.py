@@ -137,9 +137,10 @@ def play(sc: Story, grants: dict[str, list[Grant]], differ: Differ, evidence: An
         if v.findings:
             # A refusal is never a wrong commit. Besides the ambiguous (what the file and
             # the record cannot tell), a division that moved since the report (another
-            # task's commit beside it changed which lines tie) is refused as stale.
+            # task's commit beside it changed which lines tie) is refused as stale, or as
+            # a change the report lists and the new division no longer gives the task.
             codes = {f.code for f in v.findings}
-            assert codes <= {"ambiguous", "stale-report", "missing-change", "unreported-change"}, \
+            assert codes <= {"ambiguous", "stale-report", "missing-change"}, \
                 f"{tid} refused with {v.findings}\n{sc.describe()}"
             refusals.append(tid)
             continue

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pytest
@@ -249,17 +250,32 @@ def differ(tmp_path_factory: pytest.TempPathFactory) -> Differ:
 @pytest.mark.parametrize("provenance", [False, True], ids=["answers", "provenance"])
 def test_no_accept_at_a_shared_point_commits_a_byte_of_another_task(
         chunk: int, provenance: bool, differ: Differ) -> None:
+    """Exact commits, and most of them land: refusing everything would be exact too."""
+    landed = refused = 0
     for seed in SEEDS[chunk::CHUNKS]:
         if not provenance and seed in KNOWN_WRONG:
             continue
-        run_scenario(seed, differ, provenance)
+        got, no, _asked = run_scenario(seed, differ, provenance)
+        landed, refused = landed + got, refused + len(no)
+    # Measured over all 120 seeds: 82% with provenance, 61% without.
+    assert landed >= (0.7 if provenance else 0.5) * (landed + refused), (landed, refused)
+
+
+def _known_wrong(run: Callable[[], object]) -> None:
+    """A known wrong commit, and nothing else (another failure is no expected one)."""
+    try:
+        run()
+    except AssertionError as e:
+        if "gives a wrong commit" in str(e):
+            raise
+        pytest.fail(f"not the known wrong commit: {e}")
 
 
 @pytest.mark.xfail(strict=True, raises=AssertionError,
                    reason="open: wrong commits at shared points without provenance")
 @pytest.mark.parametrize("seed", sorted(KNOWN_WRONG))
 def test_known_wrong_commits_at_a_shared_point(seed: int, differ: Differ) -> None:
-    run_scenario(seed, differ, provenance=False)
+    _known_wrong(lambda: run_scenario(seed, differ, provenance=False))
 
 
 @pytest.mark.xfail(strict=True, raises=AssertionError,
@@ -267,7 +283,7 @@ def test_known_wrong_commits_at_a_shared_point(seed: int, differ: Differ) -> Non
 @pytest.mark.parametrize(("seed", "provenance"), KNOWN_WRONG_WEAK)
 def test_known_wrong_commits_with_lines_that_tell_nothing(seed: int, provenance: bool,
                                                           differ: Differ) -> None:
-    run_scenario(seed, differ, provenance, weak=True)
+    _known_wrong(lambda: run_scenario(seed, differ, provenance, weak=True))
 
 
 def test_with_provenance_the_holders_of_a_point_are_asked_little(differ: Differ) -> None:
@@ -276,4 +292,4 @@ def test_with_provenance_the_holders_of_a_point_are_asked_little(differ: Differ)
     for seed in range(20):
         asked_with += run_scenario(seed, differ, provenance=True)[2]
         asked_without += run_scenario(seed, differ, provenance=False)[2]
-    assert asked_with * 10 <= asked_without, (asked_with, asked_without)
+    assert asked_without > 0 and asked_with * 10 <= asked_without, (asked_with, asked_without)

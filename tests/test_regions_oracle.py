@@ -251,9 +251,14 @@ def differ(tmp_path_factory: pytest.TempPathFactory) -> Differ:
 @pytest.mark.slow
 @pytest.mark.parametrize("chunk", range(CHUNKS))
 def test_no_accept_commits_a_byte_of_another_task(chunk: int, differ: Differ) -> None:
-    """Without provenance: exact commits; a refusal only where a worker could not say."""
+    """Without provenance: exact commits; a refusal only where a worker could not say
+    (40% of the accepts land over all 520 seeds: about two thirds in layout A, one in
+    seven in layout B, whose boundaries split runs of blank lines: odd chunks)."""
+    landed = refused = 0
     for seed in SEEDS[chunk::CHUNKS]:
-        run_scenario(seed, differ, provenance=False)
+        got, no, _asked = run_scenario(seed, differ, provenance=False)
+        landed, refused = landed + got, refused + len(no)
+    assert landed >= 0.1 * (landed + refused), (landed, refused)
 
 
 @pytest.mark.slow
@@ -261,6 +266,10 @@ def test_no_accept_commits_a_byte_of_another_task(chunk: int, differ: Differ) ->
 def test_with_provenance_no_accept_commits_a_byte_of_another_task(chunk: int,
                                                                  differ: Differ) -> None:
     """With the hooks' record of each task's writes and removals: exact commits; what is
-    still refused is refused as ambiguous (the assertion inside run_scenario)."""
+    still refused is refused as ambiguous (the assertion inside run_scenario), and nearly
+    every accept lands (96% over all 520 seeds)."""
+    landed = refused = 0
     for seed in SEEDS[chunk::CHUNKS]:
-        run_scenario(seed, differ, provenance=True)
+        got, no, _asked = run_scenario(seed, differ, provenance=True)
+        landed, refused = landed + got, refused + len(no)
+    assert landed >= 0.9 * (landed + refused), (landed, refused)
