@@ -132,8 +132,10 @@ def test_setup_runs_once_while_its_inputs_are_unchanged_and_again_when_they_chan
     assert log.read_text() == "ran\nran\n"
     ok(worker(repo, "check", "A"))  # back to HEAD's input
     assert log.read_text().count("ran") == 3
-    # The cached checkout holds no trace of the other task's change.
-    assert git(repo, "status", "--porcelain").split() == ["M", "pyproject.toml", "M", "src.txt"]
+    # The cached checkout holds no trace of the other task's change: A's, on HEAD.
+    slot = repo / ".git" / "coord" / "checkouts" / "0" / "tree"
+    assert (slot / "pyproject.toml").read_text() == "[project]\nname = 'p'\n"
+    assert (slot / "src.txt").read_text() == "changed\n"
 
 
 def test_a_reused_checkout_drops_what_the_last_run_left_and_keeps_the_setups_outputs(
@@ -308,14 +310,18 @@ def test_a_temporary_checkout_of_a_killed_run_is_removed_by_the_next_run(
 
 
 def test_a_busy_cached_checkout_is_not_shared_and_when_all_are_busy_a_temporary_one_serves(
-        make_repo: MakeRepo, coord: Cli, worker: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+        make_repo: MakeRepo, coord: Cli, worker: Cli, monkeypatch: pytest.MonkeyPatch,
+        tmp_path: Path) -> None:
     import fcntl
     import os
 
     from hunkwise.shared.git import checkout as git_checkout
 
+    if os.environ.get("HUNKWISE_TEST_PROCESS") == "1":
+        pytest.skip("MAX_SLOTS is patched in this process: the commands must run in it")
+    where = tmp_path / "where.log"
     repo = generated_project(make_repo, toml(setup=["sh gen.sh"]))
-    begin(coord, worker, repo, "A", "src.txt", checks=("sh suite.sh",))
+    begin(coord, worker, repo, "A", "src.txt", checks=("sh suite.sh", f"pwd >> {where}"))
     write(repo, "src.txt", "u\n")
     ok(worker(repo, "check", "A"))
     base = repo / ".git" / "coord" / "checkouts"
@@ -326,6 +332,9 @@ def test_a_busy_cached_checkout_is_not_shared_and_when_all_are_busy_a_temporary_
         assert (base / "1" / "ready").exists()  # the next slot served
         monkeypatch.setattr(git_checkout, "MAX_SLOTS", 1)
         ok(worker(repo, "check", "A"))  # every slot busy: a temporary checkout
+        ran = where.read_text().split()
+        assert [Path(p).parent.name for p in ran[:2]] == ["0", "1"]  # slot 0, then slot 1
+        assert str(base) not in ran[2]  # then neither: a temporary checkout
         assert scratch_left(repo) == []
         assert len(worktrees(repo)) == 3  # the shared tree and the two cached slots
     finally:
