@@ -452,15 +452,19 @@ def test_an_agent_started_without_coord_session_is_guarded_after_worker_start(
                             agent_env)
     assert blocked.returncode == 2 and b"outside the grants" in blocked.stderr
 
+    # A shell line whose target the guard reads is refused before it runs...
     sed = {"command": "sed -i 's/b1/A was here/' b.txt"}
     pre = _hook_process(repo, "PreToolUse", payload("PreToolUse", repo, "Bash", sed,
                                                     use="toolu_sed"), agent_env)
-    if pre.returncode == 0:  # not judged before the call: the bracket undoes it after
-        subprocess.run(sed["command"], shell=True, cwd=repo, check=True, env=agent_env)
-        post = _hook_process(repo, "PostToolUse", payload("PostToolUse", repo, "Bash", sed,
-                                                          use="toolu_sed"), agent_env)
-        assert post.returncode == 0
-        assert "b.txt" in json.loads(post.stdout)["hookSpecificOutput"]["additionalContext"]
-    else:
-        assert pre.returncode == 2
+    assert pre.returncode == 2 and b"b.txt" in pre.stderr
+    # ...one whose targets it cannot read runs, and the bracket puts back what it wrote.
+    script = {"command": "python3 -c \"import pathlib; pathlib.Path('b.txt').write_text('A')\""}
+    pre = _hook_process(repo, "PreToolUse", payload("PreToolUse", repo, "Bash", script,
+                                                    use="toolu_py"), agent_env)
+    assert pre.returncode == 0, pre.stderr
+    subprocess.run(script["command"], shell=True, cwd=repo, check=True, env=agent_env)
+    post = _hook_process(repo, "PostToolUse", payload("PostToolUse", repo, "Bash", script,
+                                                      use="toolu_py"), agent_env)
+    assert post.returncode == 0
+    assert "b.txt" in json.loads(post.stdout)["hookSpecificOutput"]["additionalContext"]
     assert (repo / "b.txt").read_bytes() == theirs  # nothing lost
