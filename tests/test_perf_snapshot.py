@@ -132,3 +132,28 @@ def test_a_clean_filter_set_after_a_snapshot_applies_to_the_next(make_repo: Make
     assert git(repo, "cat-file", "blob", f"{after}:a.txt") == "EDITED\n"
     assert after == fresh_tree(repo)
     hgit.close_readers()
+
+
+def test_a_heartbeat_that_finds_its_record_unchanged_while_others_edit_is_quiet_next(
+        make_repo: MakeRepo, coord: Cli, worker: Cli, tmp_path: Path) -> None:
+    """A heartbeat that had to read the tree (its own file touched, its content the same)
+    while another task's edit moved the tree: its record is still current, so the next
+    heartbeat reads no tree (was: the stamp was dropped for good in a busy tree, and every
+    heartbeat took a snapshot)."""
+    repo = make_repo({"a.txt": numbered(9), "other.txt": "o\n"})
+    ok(coord(repo, "assign", "A", "--title", "A", "--expect", "e", "--write", "a.txt"))
+    ok(worker(repo, "start", "A"))
+    set_line(repo, "a.txt", 2, "A's line")
+    settled(repo, "a.txt")
+    ok(worker(repo, "heartbeat", "A"))  # records the change
+    run = traced(tmp_path)
+
+    def git_of_heartbeat() -> list[str]:
+        return sorted(s.split(" ")[0] for s in run("worker", repo, "heartbeat", "A")
+                      if not s.startswith("diff-index"))
+
+    write(repo, "a.txt", (repo / "a.txt").read_text())  # touched: the same content
+    write(repo, "other.txt", "another task's\n")       # and the tree moved elsewhere
+    settled(repo, "a.txt", "other.txt")
+    assert "add" in git_of_heartbeat()  # due: the tree is read, the record found the same
+    assert git_of_heartbeat() == ["cat-file"]  # and then quiet again

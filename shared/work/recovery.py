@@ -301,12 +301,13 @@ def _same(saved: Saved | None, hunks: dict[str, list[Pos]], whole: dict[str, str
 
 
 def record_wip(ctx: Any, state: State, tv: TreeView,
-               task_ids: Iterable[str]) -> dict[str, Loss]:
+               task_ids: Iterable[str], current: set[str] | None = None) -> dict[str, Loss]:
     """Record the in-progress tasks' changes where they changed since their last record.
 
     A task whose recorded changes are partly gone keeps its record (it is what
     `coord restore` needs); its loss is returned instead. Cheap when nothing changed:
-    no git process, no state write.
+    no git process, no state write. `current` collects the tasks whose record holds
+    their changes in this tree as it is (recorded now, or found the same as before).
     """
     losses: dict[str, Loss] = {}
     todo: list[tuple[str, Saved | None, Saved]] = []
@@ -323,10 +324,11 @@ def record_wip(ctx: Any, state: State, tv: TreeView,
             continue
         sel = select(tv, task)
         hunks, whole = record_of(sel)
-        if _same(task.saved, hunks, whole) and task.saved is not None \
-                and task.saved.base == tv.snap.head:
-            continue
-        if not hunks and not whole and task.saved is None:
+        if (_same(task.saved, hunks, whole) and task.saved is not None
+                and task.saved.base == tv.snap.head) or (not hunks and not whole
+                                                         and task.saved is None):
+            if current is not None:
+                current.add(tid)
             continue
         todo.append((tid, task.saved, Saved(kind="wip", revision=1, tree=tv.snap.tree,
                                             base=tv.snap.head, at=store.now(), ref="",
@@ -358,6 +360,8 @@ def record_wip(ctx: Any, state: State, tv: TreeView,
                     drop.append(before.ref)
                 task.saved = rec
                 state.tasks[tid].saved = rec
+                if current is not None:
+                    current.add(tid)
             store.save(ctx.lay, st)
     except BaseException:
         drop = [rec.ref for _t, _b, rec in todo]  # nothing recorded: none of them is needed
@@ -393,16 +397,18 @@ def record_now(ctx: Any, task_ids: Iterable[str], snap: snapshot.Snapshot | None
         if all(quiet.is_quiet(ctx.repo, state.tasks[t], digests[t], head) for t in ids):
             return {}
     snap = snap or snapshot.take(ctx.repo)
-    if all((s := state.tasks[t].saved) is not None and s.tree == snap.tree
-           and s.base == snap.head for t in ids):
+    current = {t for t in ids if (s := state.tasks[t].saved) is not None
+               and s.tree == snap.tree and s.base == snap.head}
+    if len(current) == len(ids):
         losses: dict[str, Loss] = {}
     else:
-        losses = record_wip(ctx, state, view(ctx.repo, active_tasks(state), snap), ids)
-    for t in digests:  # current now (or its loss kept): stamped with what was seen before
-        task = state.tasks[t]
-        current = task.saved is not None and task.saved.tree == snap.tree \
-            and task.saved.base == snap.head
-        quiet.stamp(ctx.repo, task, digests[t] if current and t not in losses else None)
+        # (A record found the same is current too: other tasks' edits moved the tree,
+        # not this task's, and its next heartbeat needs no snapshot either.)
+        losses = record_wip(ctx, state, view(ctx.repo, active_tasks(state), snap), ids,
+                            current)
+    for t in digests:  # stamped with what was seen before the snapshot
+        quiet.stamp(ctx.repo, state.tasks[t],
+                    digests[t] if t in current and t not in losses else None)
     return losses
 
 
