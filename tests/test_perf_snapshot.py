@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
 from hunkwise.shared import git as hgit
 from hunkwise.shared.hunks import snapshot
 
@@ -157,3 +158,23 @@ def test_a_heartbeat_that_finds_its_record_unchanged_while_others_edit_is_quiet_
     settled(repo, "a.txt", "other.txt")
     assert "add" in git_of_heartbeat()  # due: the tree is read, the record found the same
     assert git_of_heartbeat() == ["cat-file"]  # and then quiet again
+
+
+def test_a_tree_only_the_steady_fallback_settled_is_never_kept_as_confirmed(
+        make_repo: MakeRepo, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where only files under no grant kept changing, the snapshot is taken anyway; but the
+    next snapshot giving the same tree must read it again (a grant may cover one of those
+    files by then), not take it for one a whole re-read confirmed."""
+    repo = make_repo({"a.txt": "a\n", "log.txt": "0\n"})
+    write(repo, "log.txt", "1\n")
+    settled(repo, "log.txt")
+
+    def agrees(_repo: Path, _base: str, _tree: str, _patch: bool,
+               steady: object = None) -> bool:
+        return steady is not None  # the whole re-read never agrees; the steady one does
+
+    monkeypatch.setattr(snapshot, "_reread_agrees", agrees)
+    tree = snapshot.take(repo, steady=lambda p: p == "a.txt").tree
+    stamp = (hgit.git_dir(repo) / snapshot.KEPT / "stamp").read_text().split("\n")
+    assert stamp[1] != tree
+    hgit.close_readers()

@@ -54,8 +54,6 @@ def take(repo: Path, *, patch: bool = False,
     head, htree = git.head_and_tree(repo)
     with _kept_index(repo, gd, htree) as (env, verified):
         tree = _settled_tree(repo, env, htree, patch, verified, steady)
-        if verified is not None:
-            verified[0] = tree
     return Snapshot(tree=tree, head=head, head_tree=htree)
 
 
@@ -160,7 +158,9 @@ def _try_lock(path: Path) -> Callable[[], None] | None:
 def _settled_tree(repo: Path, env: dict[str, str], base: str, patch: bool,
                   verified: list[str] | None = None,
                   steady: Callable[[str], bool] | None = None) -> Sha:
-    """`add -A` + `write-tree`, read again until the two reads agree.
+    """`add -A` + `write-tree`, read again until the two reads agree. `verified` (the
+    kept index's last confirmed tree) is updated only by a read confirmed whole, never by
+    the `steady` fallback.
 
     The second read covers what differs from HEAD (a torn read shows up there: an empty or
     half-written file differs from its committed bytes): each such file is hashed again
@@ -198,6 +198,8 @@ def _settled_tree(repo: Path, env: dict[str, str], base: str, patch: bool,
                 raw_and_patch(repo, base, tree)
             return tree
         if _reread_agrees(repo, base, tree, patch):
+            if verified is not None:
+                verified[0] = tree  # confirmed whole: the next read that gives it is too
             return tree
         if steady is not None and _reread_agrees(repo, base, tree, patch, steady):
             settled = tree  # only files no task may commit disagree: kept as a last resort
