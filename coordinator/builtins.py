@@ -20,7 +20,6 @@ from hunkwise.coordinator.programs import (
     is_assignment,
     judge_argv,
     shown,
-    unknown,
 )
 from hunkwise.coordinator.runners import _script_arg, follow_code, wrapper
 from hunkwise.coordinator.shell import LazyRe, Simple, Word
@@ -381,11 +380,6 @@ def _ssh(words: list[Word], scope: Scope, cmd: Simple, appended: bool) -> Blocke
     return wrapper(WRAPPERS["ssh"])(words, scope, cmd, appended)
 
 
-def _unknown_handler(words: list[Word], scope: Scope, cmd: Simple,
-                     appended: bool) -> Blocked | None:
-    return unknown(words, scope, cmd)
-
-
 HANDLERS_MORE: dict[str, Judge] = {
     "eval": _eval, "trap": _trap, "source": _source, ".": _source, "alias": _alias,
     "hash": _hash, "enable": _enable, "mapfile": _mapfile, "readarray": _mapfile,
@@ -406,7 +400,6 @@ for _name in ("uv", "poetry", "pdm", "hatch", "pipenv", "rye", "conda", "mamba",
     HANDLERS_MORE[_name] = _sub_wrapper
 RUNNERS_MORE: set[str] = {"eval", "trap", "source", ".", "find", "fd", "parallel", "make", "gh", "tmux",
                 "screen", "env", "npx", "uv", "poetry", "npm", "yarn", "pnpm", "bun"}
-del _unknown_handler
 
 
 def _register_writers() -> None:

@@ -16,7 +16,6 @@ import contextlib
 import json
 import os
 import shlex
-import shutil
 import stat
 import sys
 from collections.abc import Sequence
@@ -306,7 +305,6 @@ _EVENTS: dict[str, list[tuple[str, str, str, int]]] = {
 }
 _FAIL_CLOSED = {"claude": {"PreToolUse", "ConfigChange"}, "codex": set()}
 _FILES = {"claude": (".claude", "settings.local.json"), "codex": (".codex", "hooks.json")}
-SKILLS = ("worker", "coordinator")
 HOOK_MODULE = "hunkwise.coordinator.hook"
 _FAILURE_NOTES = {
     "claude": "claude: a hook that cannot start (a moved or deleted virtualenv) exits 2 from "
@@ -334,18 +332,6 @@ def hook_command(arg: str) -> str:
     run = shlex.quote(f"import sys; from {HOOK_MODULE} import main; sys.exit(main())")
     return (f"{py} -I -c {run} {arg}; rc=$?; "
             f'[ $rc -eq 0 ] || [ $rc -eq 2 ] || {{ echo "{why}" >&2; exit 2; }}; exit $rc')
-
-
-def _guard_command() -> str:
-    """The absolute `coord guard` of this installation (the click entry point, kept)."""
-    beside = Path(sys.executable).parent / "coord"
-    if beside.exists():
-        exe = beside
-    elif sys.argv and sys.argv[0] and Path(sys.argv[0]).name == "coord":
-        exe = Path(sys.argv[0]).resolve()
-    else:
-        exe = Path(shutil.which("coord") or "coord")
-    return f"{shlex.quote(str(exe))} guard"
 
 
 def _agent_file(ctx: Ctx, agent: str) -> Path:
@@ -406,43 +392,6 @@ def agent_hook_present(repo: Path, agent: str) -> bool:
     pre = data.get("hooks", {}).get("PreToolUse") if isinstance(data, dict) and \
         isinstance(data.get("hooks"), dict) else None
     return isinstance(pre, list) and any(_is_ours(e) for e in pre)
-
-
-def _skills_source() -> Path | None:
-    """skills/ of the source checkout this installation runs from (an editable install)."""
-    here = Path(__file__).resolve().parent.parent / "skills"
-    return here if all((here / s / "SKILL.md").is_file() for s in SKILLS) else None
-
-
-def install_codex_skills(ctx: Ctx, manifest: dict[str, Any] | None = None) -> list[str]:
-    """Copy the skills where Codex reads a repository's skills: .agents/skills/<name>/."""
-    manifest = {} if manifest is None else manifest
-    src = _skills_source()
-    if src is None:
-        return []
-    written = []
-    for d in (ctx.repo / ".agents", ctx.repo / ".agents" / "skills"):
-        if not d.exists():
-            manifest.setdefault("dirs", []).append(str(d))
-    for s in SKILLS:
-        dest = ctx.repo / ".agents" / "skills" / f"hunkwise-{s}" / "SKILL.md"
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        store.atomic_write(dest, (src / s / "SKILL.md").read_bytes())
-        _exclude(ctx, f"/.agents/skills/hunkwise-{s}/", manifest)
-        written.append(str(dest))
-    return written
-
-
-def uninstall_codex_skills(ctx: Ctx) -> list[str]:
-    removed = []
-    for s in SKILLS:
-        dest = ctx.repo / ".agents" / "skills" / f"hunkwise-{s}" / "SKILL.md"
-        if dest.is_file() and f"name: hunkwise-{s}" in dest.read_text(errors="replace"):
-            dest.unlink()
-            with contextlib.suppress(OSError):
-                dest.parent.rmdir()
-            removed.append(str(dest))
-    return removed
 
 
 def _exclude_file(ctx: Ctx) -> Path:
