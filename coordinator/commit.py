@@ -17,7 +17,7 @@ from hunkwise.shared import git
 from hunkwise.shared.errors import CheckFailed, StateRefused, UsageError
 from hunkwise.shared.git import objects
 from hunkwise.shared.hunks import diff, snapshot
-from hunkwise.shared.hunks.ownership import glob_matches
+from hunkwise.shared.hunks.ownership import grant_covers
 from hunkwise.shared.state import store
 from hunkwise.shared.state.context import Ctx, refuse_if_frozen
 from hunkwise.shared.state.models import check_rel_path
@@ -71,8 +71,7 @@ def commit_own(ctx: Ctx, paths: list[str], message: str) -> CommitResult:
                 continue
             for g in t.grants:
                 for p in rel:
-                    if (g.kind != "glob" and g.path == p) or (g.kind == "glob"
-                                                             and glob_matches(g.path, p)):
+                    if grant_covers(g, p):
                         raise StateRefused(f"{p} is held by {t.id} ({g}); its changes are "
                                            f"committed by coord accept {t.id}")
         snap = snapshot.take(ctx.repo)

@@ -84,11 +84,9 @@ def patch_paths(patch: str) -> list[str]:
 
 
 def covers(grant: Grant, path: str) -> bool:
-    from hunkwise.shared.hunks.ownership import glob_matches
+    from hunkwise.shared.hunks.ownership import grant_covers
 
-    if grant.kind != "glob":
-        return grant.path == path
-    return glob_matches(grant.path, path)
+    return grant_covers(grant, path)
 
 
 def check_writes(paths: Sequence[str], held: Sequence[tuple[str, Sequence[Grant]]],

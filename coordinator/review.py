@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from hunkwise import inbox
 from hunkwise.shared import git
 from hunkwise.shared.errors import UsageError
-from hunkwise.shared.hunks.ownership import glob_matches
+from hunkwise.shared.hunks.ownership import glob_matches, grant_covers
 from hunkwise.shared.hunks.taskview import (
     Selection,
     TreeView,
@@ -137,8 +137,7 @@ def _carried(repo: Path, tv: TreeView, tasks: dict[str, Task], task: Task,
         if t.active and t.id != task.id:
             for g in t.grants:
                 for c in gone:
-                    if (g.kind == "glob" and glob_matches(g.path, c.path)) or (
-                            g.kind != "glob" and g.path == c.path):
+                    if grant_covers(g, c.path):
                         holders.setdefault(c.path, []).append((t, g))
     gone = [c for c in gone if c.path in holders]
     if not gone:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from hunkwise import inbox
 from hunkwise.shared import git
-from hunkwise.shared.hunks.ownership import glob_matches
+from hunkwise.shared.hunks.ownership import grant_covers
 from hunkwise.shared.output import one_line
 from hunkwise.shared.state import store
 from hunkwise.shared.state.context import Ctx, iso
@@ -233,9 +233,7 @@ class Watcher:
             if state.freeze is not None:
                 self._event("write-during-freeze", r, f"batch {state.freeze.batch}")
                 continue
-            owned = any((g.kind != "glob" and g.path == r) or
-                        (g.kind == "glob" and glob_matches(g.path, r))
-                        for t in active for g in t.grants)
+            owned = any(grant_covers(g, r) for t in active for g in t.grants)
             if not owned:
                 self._event("write-outside-grants", r)
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from hunkwise.shared.hunks.ownership import glob_matches
+from hunkwise.shared.hunks.ownership import glob_matches, grant_covers
 from hunkwise.shared.state.models import report_path
 
 if TYPE_CHECKING:
@@ -83,7 +83,7 @@ def _grant_of(task: Task | None, path: str) -> str | None:
     if task is None:
         return None
     for g in task.grants:
-        if (g.kind != "glob" and g.path == path) or (g.kind == "glob" and glob_matches(g.path, path)):
+        if grant_covers(g, path):
             return str(g)
     return None
 

@@ -100,6 +100,12 @@ def _glob_matches(pattern: str, path: str) -> bool:
     return False
 
 
+def grant_covers(grant: Grant, path: str) -> bool:
+    """Does a grant hold this repo path? A line grant (range, point) its one file; a glob
+    what it matches."""
+    return glob_matches(grant.path, path) if grant.kind == "glob" else grant.path == path
+
+
 def serial_matches(patterns: Sequence[str], path: str) -> bool:
     return any(glob_matches(p, path) for p in patterns)
 

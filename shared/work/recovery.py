@@ -25,7 +25,7 @@ from typing import Any
 from hunkwise.shared import git
 from hunkwise.shared.hunks import diff, snapshot
 from hunkwise.shared.hunks.diff import FileChange, Hunk
-from hunkwise.shared.hunks.ownership import glob_matches
+from hunkwise.shared.hunks.ownership import grant_covers
 from hunkwise.shared.hunks.slide import canonical, placements
 from hunkwise.shared.hunks.taskview import Selection, TreeView, select, whole_identity
 from hunkwise.shared.state import store
@@ -66,8 +66,7 @@ def saved_of(tv: TreeView, sel: Selection, *, kind: SavedKind, revision: int, re
 
 def covered(task: Task, path: str) -> bool:
     """Is the path inside one of the task's grants (a range's file, or a glob)?"""
-    return any((g.path == path) if g.kind == "range" else glob_matches(g.path, path)
-               for g in task.grants)
+    return any(grant_covers(g, path) for g in task.grants)
 
 
 # ---- which recorded changes are gone -------------------------------------------------------
