@@ -12,6 +12,7 @@ from pathlib import Path
 from hunkwise.shared import git
 from hunkwise.shared.errors import StateRefused, UsageError
 from hunkwise.shared.state import config, store
+from hunkwise.shared.state.identity import session_role as session_role  # (its home)
 from hunkwise.shared.state.models import ROLE_RE, SESSION_RE, State, Task, check_task_id
 
 
@@ -116,13 +117,6 @@ def new_session(state: State, role: str) -> str:
         n += 1
         candidate = f"{base}.{n}@{host}"
     return candidate
-
-
-def session_role(session: str) -> str:
-    m = re.match(r"sess-\d{8}-\d{4}-(?P<role>[^@]+)@(?P<host>.+)$", session)
-    if not m:
-        return ""
-    return m["role"].split(".")[0]
 
 
 def env_session() -> str | None:

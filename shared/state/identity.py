@@ -51,8 +51,8 @@ def _file(root: StrPath, agent_id: str) -> str:
 
 
 def session_role(session: str) -> str:
-    """The role of a session id (`sess-YYYYMMDD-HHMM-<role>@<machine>`), as
-    shared/state/context.py reads it, without the state layer's imports."""
+    """The role of a session id (`sess-YYYYMMDD-HHMM-<role>@<machine>`), here where the
+    hooks read it without the state layer's imports (shared/state/context.py exports it)."""
     m = re.match(r"sess-\d{8}-\d{4}-(?P<role>[^@]+)@(?P<host>.+)$", session)
     return m["role"].split(".")[0] if m else ""
 
