@@ -99,3 +99,21 @@ def test_a_transaction_writes_the_state_only_when_it_changed(make_repo, coord) -
     with store.transaction(fresh):
         pass
     assert not fresh.state_file.exists()  # nothing to write, nothing written
+
+
+def test_a_transaction_that_fails_leaves_no_unsaved_state_to_reuse(make_repo) -> None:
+    """Its changes were never written: a later load that offers the same object back
+    reads the file, not the changed object."""
+    import pytest
+    from hunkwise.shared.state import store
+    from hunkwise.shared.state.models import State
+
+    lay = store.layout(make_repo({"a.txt": "a\n"}))
+    store.ensure(lay)
+    store.save(lay, State())
+    kept = store.load(lay)
+    with pytest.raises(RuntimeError):
+        with store.transaction(lay, reuse=kept) as st:
+            st.batch = 7
+            raise RuntimeError("the command failed half-way")
+    assert store.load(lay, reuse=kept).batch != 7

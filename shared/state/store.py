@@ -365,7 +365,12 @@ def transaction(lay: Layout, reuse: State | None = None) -> Iterator[State]:
     nobody wrote the file since."""
     with locked(lay):
         state, read = _load(lay, reuse)
-        yield state
+        try:
+            yield state
+        except BaseException:
+            # Changed and not saved: never to be taken for what the file holds.
+            _SEEN.pop(lay.state_file, None)
+            raise
         # One serialisation: what would be written, compared with what was read. A state
         # written by this version and left unchanged gives the same bytes, so it is not
         # written again; anything else (a change, a migration, an older indented form) is.
