@@ -470,6 +470,11 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
         return (-row[e - s], told, kept, _anchors(old, share, unique), _in_place(old, share),
                 edges)
 
+    # Each solve (with the evidence and without, the second opinion) scores the same
+    # region shares again: each is computed once.
+    rows: dict[tuple[int, int], list[int]] = {}
+    scores: dict[tuple[int, int, int, bool], Score | None] = {}
+
     def solve(ev: Evidence | None, order: tuple[int, ...] = (0, 1, 2, 3, 4, 5)
               ) -> list[dict[int, tuple[Score, list[int]]]] | None:
         # best[k][c]: best score of regions 0..k-1 with boundary k-1 at cut c, and the
@@ -478,11 +483,17 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
         for k in range(len(regs)):
             nxt: dict[int, tuple[Score, list[int]]] = {}
             for s_cut, (sc, _) in best[k].items():
-                row = cost_row(k, s_cut)
+                row = rows.get((k, s_cut))
+                if row is None:
+                    row = rows[(k, s_cut)] = cost_row(k, s_cut)
                 for e_cut in layers[k + 1]:
                     if e_cut < s_cut:
                         continue
-                    got = score(k, s_cut, e_cut, row, ev)
+                    key = (k, s_cut, e_cut, ev is not None)
+                    if key in scores:
+                        got = scores[key]
+                    else:
+                        got = scores[key] = score(k, s_cut, e_cut, row, ev)
                     if got is None:
                         continue
                     got = (got[order[0]], got[order[1]], got[order[2]], got[order[3]],
