@@ -36,3 +36,20 @@ def test_a_torn_line_loses_only_itself_and_long_records_are_split(tmp_path: Path
 
 def test_no_file_means_no_evidence(tmp_path: Path) -> None:
     assert provenance.all_writers(tmp_path / "missing") == {}
+
+
+def test_evidence_nets_each_task_and_reads_only_the_paths_asked(tmp_path: Path) -> None:
+    """A line a task wrote and removed again is evidence of neither; sessions count as
+    their tasks; a session of no active task is someone else's."""
+    d = provenance.line_digest
+    provenance.note(tmp_path, "sess-a", "m.py", [b"doc\n", b"kept\n"])
+    provenance.note(tmp_path, "sess-a", "m.py", [], [b"doc\n", b"old\n"])
+    provenance.note(tmp_path, "sess-a2", "m.py", [b"kept\n"])   # A's second session
+    provenance.note(tmp_path, "sess-x", "m.py", [b"kept\n"])    # no active task's
+    provenance.note(tmp_path, "sess-a", "other.py", [b"x\n"])
+    ev = provenance.evidence(tmp_path, {"sess-a": "A", "sess-a2": "A"}, {"m.py"})
+    assert set(ev) == {"m.py"}
+    m = ev["m.py"]
+    assert d(b"doc") not in m or m[d(b"doc")] == ({}, {})
+    assert m[d(b"kept")] == ({"A": 2, "?sess-x": 1}, {})
+    assert m[d(b"old")] == ({}, {"A": 1})

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -66,13 +66,13 @@ def view(repo: Path, tasks: Sequence[Task], snap: snapshot.Snapshot | None = Non
     blobs = git.cat_blobs(repo, [c.old_oid for c in todo]) if todo else {}
     old_texts = {c.path: blobs[c.old_oid] for c in todo}
     tv = TreeView(snap, changes, attribute(changes, tasks, old_texts,
-                                           _evidence(repo, tasks) if todo else None))
+                                           _evidence(repo, tasks, old_texts) if todo else None))
     tv.old_texts = old_texts
     tv.ranged = ranged
     return tv
 
 
-def _evidence(repo: Path, tasks: Sequence[Task]) -> dict[str, Evidence]:
+def _evidence(repo: Path, tasks: Sequence[Task], paths: Collection[str]) -> dict[str, Evidence]:
     """Provenance the agent hooks recorded, as evidence about the active tasks."""
     from hunkwise.shared.state import provenance
 
@@ -83,7 +83,7 @@ def _evidence(repo: Path, tasks: Sequence[Task]) -> dict[str, Evidence]:
         for s in (t.session, t.claim.session if t.claim else None):
             if s:
                 task_of[s] = t.id
-    return provenance.evidence(provenance.root_of(repo), task_of)
+    return provenance.evidence(provenance.root_of(repo), task_of, paths)
 
 
 def _granted(tasks: Sequence[Task]) -> Callable[[str], bool]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import Path
 
 FILE = "provenance.jsonl"
@@ -73,22 +73,27 @@ def writers(root: Path, path: str) -> dict[str, dict[str, int]]:
 
 def all_removers(root: Path) -> dict[str, dict[str, dict[str, int]]]:
     """{path: {line digest: {session: how many such lines its calls removed}}}."""
-    return _read(root, "removed")
+    return _read(root)[1]
 
 
 def all_writers(root: Path) -> dict[str, dict[str, dict[str, int]]]:
     """{path: {line digest: {session: how many such lines its calls wrote}}}. A torn or
     foreign line in the file is skipped: provenance is evidence, and missing evidence only
     means a question is asked instead of answered."""
-    return _read(root, "lines")
+    return _read(root)[0]
 
 
-def _read(root: Path, key: str) -> dict[str, dict[str, dict[str, int]]]:
-    out: dict[str, dict[str, dict[str, int]]] = {}
+Table = dict[str, dict[str, dict[str, int]]]
+
+
+def _read(root: Path, paths: Collection[str] | None = None) -> tuple[Table, Table]:
+    """(written, removed) in one pass over the record, for `paths` only when given."""
+    wrote: Table = {}
+    gone: Table = {}
     try:
         data = (root / FILE).read_bytes()
     except OSError:
-        return {}
+        return wrote, gone
     for raw in data.split(b"\n"):
         if not raw:
             continue
@@ -98,25 +103,32 @@ def _read(root: Path, key: str) -> dict[str, dict[str, dict[str, int]]]:
             continue
         if not isinstance(rec, dict):
             continue
-        path, session, lines = rec.get("path"), rec.get("session"), rec.get(key, [])
-        if not (isinstance(path, str) and isinstance(session, str) and isinstance(lines, list)):
+        path, session = rec.get("path"), rec.get("session")
+        if not (isinstance(path, str) and isinstance(session, str)):
             continue
-        per = out.setdefault(path, {})
-        for d in lines:
-            if isinstance(d, str):
-                by = per.setdefault(d, {})
-                by[session] = by.get(session, 0) + 1
-    return out
+        if paths is not None and path not in paths:
+            continue
+        for key, out in (("lines", wrote), ("removed", gone)):
+            lines = rec.get(key, [])
+            if not isinstance(lines, list) or not lines:
+                continue
+            per = out.setdefault(path, {})
+            for d in lines:
+                if isinstance(d, str):
+                    by = per.setdefault(d, {})
+                    by[session] = by.get(session, 0) + 1
+    return wrote, gone
 
 
-def evidence(root: Path, task_of: dict[str, str]
+def evidence(root: Path, task_of: dict[str, str], paths: Collection[str] | None = None
              ) -> dict[str, dict[str, tuple[dict[str, int], dict[str, int]]]]:
-    """Per path and line digest: ({task: lines its sessions wrote}, {task: lines its
-    sessions removed}), sessions mapped to tasks by `task_of`; a session of no active task
-    (the coordinator's, a finished task's) counts as someone else's."""
+    """Per path (of `paths`, when given) and line digest: ({task: lines its sessions
+    wrote}, {task: lines its sessions removed}), sessions mapped to tasks by `task_of`; a
+    session of no active task (the coordinator's, a finished task's) counts as someone
+    else's. The record is read once."""
     if not (root / FILE).exists():
         return {}
-    wrote, gone = all_writers(root), all_removers(root)
+    wrote, gone = _read(root, paths)
     out: dict[str, dict[str, tuple[dict[str, int], dict[str, int]]]] = {}
     for path in set(wrote) | set(gone):
         w, g = wrote.get(path, {}), gone.get(path, {})
