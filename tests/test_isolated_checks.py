@@ -128,3 +128,14 @@ def test_worker_check_of_a_finished_task_is_refused(make_repo: MakeRepo, coord: 
     r = worker(repo, "check", "A")
     assert r.code == 3 and "nothing is left to check" in error_message(r)
     assert worker(repo, "check", "nope").code == 2
+
+
+def test_a_done_with_nothing_to_deliver_is_refused_before_any_check_runs(
+        make_repo: MakeRepo, coord: Cli, worker: Cli, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    ran = tmp_path / "ran"
+    repo = make_repo({"a.txt": "a\n"})
+    begin(coord, worker, repo, "A", "a.txt", checks=(f"touch {ran}",))
+    r = worker(repo, "done", "A", session=session("A"))
+    assert r.code == 1 and "no changes in your grants" in error_message(r)
+    assert not ran.exists()  # no checkout set up, no check run, for a refusal
+    assert scratch_left(repo) == []

@@ -359,19 +359,20 @@ def _report(ctx: Ctx, task_id: str, *, status: ReportStatus, session: str | None
                           f"claimed: {'; '.join(blocking[:5])}. Move the edit inside your "
                           "range, or ask the coordinator for a wider grant (worker blocked "
                           f"{task_id} --reason ...); nothing was delivered")
+    entries = task_entries(ctx.repo, tv, task, sel)
+    if not entries and status == "done":
+        # A "done" with nothing in it would validate, then dead-end at accept: refused
+        # here, where the worker can still act on it (docs/newcomer.md), before any check
+        # runs for nothing.
+        raise CheckFailed(f"{task_id}: no changes in your grants ({', '.join(map(str, task.grants))}) "
+                          "to deliver: edit them first, or report why there is nothing to do "
+                          f"(worker blocked {task_id} --reason R, or worker failed {task_id} "
+                          "--reason R); nothing was delivered")
     if run and task.checks and where == "isolated":
         # HEAD + exactly the changes this report delivers: what accept would commit, so
         # neither another task's edit nor its half-done syntax error decides the result.
         checks = _checked(task_id, status,
                           task_checks(ctx, tv, task_id, task.checks, sel.changes, "isolated"))
-    entries = task_entries(ctx.repo, tv, task, sel)
-    if not entries and status == "done":
-        # A "done" with nothing in it would validate, then dead-end at accept: refused
-        # here, where the worker can still act on it (docs/newcomer.md).
-        raise CheckFailed(f"{task_id}: no changes in your grants ({', '.join(map(str, task.grants))}) "
-                          "to deliver: edit them first, or report why there is nothing to do "
-                          f"(worker blocked {task_id} --reason R, or worker failed {task_id} "
-                          "--reason R); nothing was delivered")
     # Told before delivering: what it changed in its files that this report will not carry.
     from hunkwise.worker import neighbours
 
