@@ -103,6 +103,33 @@ def _tool_input(data: Mapping[str, Any]) -> dict[str, Any]:
     return ti if isinstance(ti, dict) else {}
 
 
+# coord commands that never write the working tree (they commit, record, serve or read):
+# the coordinator running one, a long `coord watch` say, leaves every worker's put-back on.
+_TREE_UNTOUCHED = {"status", "inbox", "diff", "index", "signals", "decisions", "watch",
+                   "board", "next", "verify", "accept", "assign", "edit", "grant", "decide",
+                   "request-changes", "stop", "attach", "freeze", "thaw", "launch", "review",
+                   "audit", "reports"}
+
+
+def _leaves_the_tree(command: Any) -> bool:
+    """Is this shell line one plain `coord SUB ...` of `_TREE_UNTOUCHED` (no other command,
+    no redirection, no substitution)?"""
+    import shlex
+
+    if not isinstance(command, str) or any(c in command for c in ";&|<>`$()\n\\"):
+        return False
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return False
+    while words and "=" in words[0] and not words[0].startswith("="):
+        words = words[1:]  # VAR=value before the command
+    if not words or os.path.basename(words[0]) != "coord":
+        return False
+    sub = next((w for w in words[1:] if not w.startswith("-")), "")
+    return sub in _TREE_UNTOUCHED
+
+
 def _who(data: Mapping[str, Any], session: str) -> str:
     """Whose call this is, for overlaps: the hunkwise session, else the agent's own."""
     if session:
@@ -159,7 +186,9 @@ def pre(text: str, env: Mapping[str, str]) -> Result:
     ti = _tool_input(data)
     before = None
     paths: list[str] | None
-    if tool in SHELLS:
+    if tool in SHELLS and not session and _leaves_the_tree(ti.get("command")):
+        paths = []  # the coordinator's `coord watch`: a call that overlaps nobody's
+    elif tool in SHELLS:
         paths = None
         if session:
             try:

@@ -468,3 +468,32 @@ def test_an_agent_started_without_coord_session_is_guarded_after_worker_start(
     assert post.returncode == 0
     assert "b.txt" in json.loads(post.stdout)["hookSpecificOutput"]["additionalContext"]
     assert (repo / "b.txt").read_bytes() == theirs  # nothing lost
+
+
+def test_the_coordinator_s_coord_watch_leaves_the_workers_put_back_on(
+        make_repo: MakeRepo, coord: Cli, worker: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long `coord watch` of the coordinator writes no file: a worker's shell call that
+    overlaps it still has what it wrote outside its grants put back (a coord command that
+    does write the tree, `coord discard`, still counts as an overlap)."""
+    import time
+
+    from hunkwise.coordinator import bracket
+
+    repo, _sa, _sb = two_tasks(make_repo, coord, worker, monkeypatch)
+    boss = env_of(HUNKWISE_COORDINATOR="1")
+    root = str(repo / ".git" / "coord")
+    watch = payload("PreToolUse", repo, "Bash", {"command": "coord watch --timeout 600"},
+                    agent="coordinator", use="toolu_watch")
+    assert hook.run("pre", watch, boss)[0] == 0
+    now = time.time()
+    assert bracket.overlapping(root, "someone else", now, now) == (False, set())
+    theirs = (repo / "b.txt").read_bytes()
+    script = "python3 -c \"import pathlib; pathlib.Path('b.txt').write_text('A')\""
+    code, out, _ = bash(repo, script)
+    assert code == 0 and "b.txt" in json.loads(out)["systemMessage"]
+    assert (repo / "b.txt").read_bytes() == theirs  # put back, not only reported
+    discard = payload("PreToolUse", repo, "Bash", {"command": "coord discard B"},
+                      agent="coordinator", use="toolu_discard")
+    assert hook.run("pre", discard, boss)[0] == 0
+    now = time.time()
+    assert bracket.overlapping(root, "someone else", now, now)[0] is True
