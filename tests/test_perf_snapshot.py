@@ -178,3 +178,22 @@ def test_a_tree_only_the_steady_fallback_settled_is_never_kept_as_confirmed(
     stamp = (hgit.git_dir(repo) / snapshot.KEPT / "stamp").read_text().split("\n")
     assert stamp[1] != tree
     hgit.close_readers()
+
+
+def test_a_widened_grant_makes_the_record_due_again(make_repo: MakeRepo, coord: Cli,
+                                                   worker: Cli, tmp_path: Path) -> None:
+    """The same file, more of its lines in the grant: the heartbeat reads the tree again
+    (the stamp held only the file's stat data)."""
+    repo = make_repo({"a.txt": numbered(9)})
+    ok(coord(repo, "assign", "A", "--title", "A", "--expect", "e", "--write", "a.txt:1-3"))
+    ok(worker(repo, "start", "A"))
+    set_line(repo, "a.txt", 2, "A's line")
+    set_line(repo, "a.txt", 6, "A's too")
+    settled(repo, "a.txt")
+    ok(worker(repo, "heartbeat", "A"))
+    run = traced(tmp_path)
+    quiet_run = sorted(s.split(" ")[0] for s in run("worker", repo, "heartbeat", "A")
+                       if not s.startswith("diff-index"))
+    assert quiet_run == ["cat-file"]
+    ok(coord(repo, "grant", "A", "--write", "a.txt:4-7"))
+    assert "add" in [s.split(" ")[0] for s in run("worker", repo, "heartbeat", "A")]

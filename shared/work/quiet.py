@@ -12,8 +12,8 @@ The digest is taken before the snapshot, so a file written meanwhile differs fro
 time (the record is then taken again: the judgement errs only toward recording). As git
 does with its index, a digest holding a file modified in the last `RACY_S` seconds is not
 trusted: rewritten again within one tick of the clock, with the same size, a file would
-keep the same stat data. Grants that reach more than `MOST` paths are not judged (a
-snapshot is as cheap as looking).
+keep the same stat data. Grants that reach more than `MOST` paths, or whose walk visits
+more than four times that many entries, are not judged (a snapshot is as cheap as looking).
 """
 
 from __future__ import annotations
@@ -50,14 +50,16 @@ def grant_stat(repo: Path, task: Task) -> str | None:
         seen[rel] = None if st is None else (st.st_ino, st.st_mode, st.st_size,
                                              st.st_mtime_ns, st.st_ctime_ns)
 
+    visited = 0
     for g in task.grants:
-        if g.kind == "range" or not any(ch in g.path for ch in "*?["):
+        line = g.kind != "glob"  # a range or a point: one file
+        if line or not any(ch in g.path for ch in "*?["):
             rel = g.path.lstrip("/")
             try:
                 note(rel, os.lstat(repo / rel))
             except (FileNotFoundError, NotADirectoryError):
                 note(rel, None)
-            if g.kind == "range" or not (repo / rel).is_dir():
+            if line or not (repo / rel).is_dir():
                 continue
             top = rel
         else:
@@ -69,6 +71,9 @@ def grant_stat(repo: Path, task: Task) -> str | None:
                 entries = list(os.scandir(repo / d if d else repo))
             except (FileNotFoundError, NotADirectoryError):
                 continue
+            visited += len(entries)
+            if visited > 4 * MOST:
+                return None  # a glob at the top of a large tree (node_modules...): snapshot
             for ent in entries:
                 if ent.name == ".git" and not d:
                     continue
@@ -84,6 +89,8 @@ def grant_stat(repo: Path, task: Task) -> str | None:
     if any(st is not None and st[3] >= racy for st in seen.values()):
         return None
     h = hashlib.sha256()
+    # The grants too: a range widened over the same file holds other lines.
+    h.update(repr([str(g) for g in task.grants]).encode("utf-8", "surrogateescape"))
     for rel in sorted(seen):
         h.update(repr((rel, seen[rel])).encode("utf-8", "surrogateescape"))
     return h.hexdigest()
