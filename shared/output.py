@@ -158,10 +158,11 @@ def page(text: str) -> bool:
     except BrokenPipeError:  # the user quit the pager early
         pass
     try:
-        proc.wait()
+        code = proc.wait()
     except KeyboardInterrupt:
-        proc.wait()
-    return True
+        code = proc.wait()
+    # 126/127: the shell found no such pager (or could not run it): nothing was shown.
+    return code not in (126, 127)
 
 
 def fail(err: CoordError | Exception, as_json: bool, prog: str) -> int:

@@ -115,13 +115,15 @@ def test_no_colour_when_not_a_terminal_or_never_or_no_color(coord, worker,
     assert "\x1b" not in coord(repo, "diff", "t1", "--color", "never", json_out=False).stdout
 
 
-def _run_on_a_tty(argv: list[str], cwd: Path, env: dict[str, str]) -> str:
-    """Run a command with its stdin and stdout on a pseudo-terminal; what it printed."""
+def _run_on_a_tty(argv: list[str], cwd: Path, env: dict[str, str],
+                  base: dict[str, str] | None = None) -> str:
+    """Run a command with its stdin and stdout on a pseudo-terminal; what it printed.
+    `env` goes over `base` (this process's environment unless given)."""
     import pty
 
     master, slave = pty.openpty()
     p = subprocess.Popen(argv, cwd=cwd, stdin=slave, stdout=slave, stderr=subprocess.PIPE,
-                         env={**os.environ, **env})
+                         env={**(dict(os.environ) if base is None else base), **env})
     os.close(slave)
     chunks = []
     while True:
@@ -165,10 +167,13 @@ def test_long_diff_goes_through_the_pager_on_a_terminal_only(coord, worker, make
     assert b"+TWO" in out and not seen.exists()  # piped: no pager
     _run_on_a_tty(argv + ["--json"], repo, {"PAGER": pager})
     assert not seen.exists()  # --json: never a pager
-    env_less = {k: v for k, v in os.environ.items() if k != "LESS"}
-    _run_on_a_tty(argv, repo, {**{k: v for k, v in env_less.items() if k == "PATH"},
-                               "PAGER": pager, "TERM": "xterm"})
+    env_less = {k: v for k, v in os.environ.items() if k not in ("LESS", "GIT_PAGER")}
+    _run_on_a_tty(argv, repo, {"PAGER": pager, "TERM": "xterm"}, base=env_less)
     assert seen.read_text().startswith("FRX|")  # git's default LESS
+    # A pager that is not there shows nothing: the text is printed as it is.
+    out = _run_on_a_tty(argv, repo, {"PAGER": "/nonexistent/pager", "TERM": "xterm"},
+                        base=env_less)
+    assert "+TWO" in out
 
 
 def test_shell_completion_is_provided(make_repo: MakeRepo) -> None:
