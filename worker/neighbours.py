@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from hunkwise.shared.hunks.ownership import glob_matches, grant_covers
+from hunkwise.shared.hunks.taskview import whole_identity
 from hunkwise.shared.state.models import report_path
 
 if TYPE_CHECKING:
@@ -61,8 +62,10 @@ def outside_grants(tv: TreeView, task: Task, tasks: Sequence[Task]) -> list[Outs
             if ch.path not in files:
                 continue
             claimed = set((by_id[other].claimed if other in by_id else {}).get(report_path(ch.path), []))
+            whole = not (ch.splittable and ch.hunks)
             for h in _hunks(ch):
-                if h is not None and tv.attribution.identity(h) in claimed:
+                ident = whole_identity(ch) if whole or h is None else tv.attribution.identity(h)
+                if ident in claimed:
                     continue  # the neighbour's own report claims it: its work
                 grant = _grant_of(by_id.get(other), ch.path)
                 out.append({"path": report_path(ch.path), "lines": _lines(h), "task_id": other,
