@@ -230,14 +230,11 @@ def run_scenario(seed: int, differ: Differ, provenance: bool,
 
 SEEDS = range(120)
 CHUNKS = 3
-# Without provenance these seeds still give a wrong commit: a range deleted beside a point
-# with copies of a holder's line at another point (47), and a helper appended at the end of
-# a range whose neighbour is deleted beside a point (78). Left open; see docs/ownership.md.
-KNOWN_WRONG = {47, 78}
-# With blank lines and copies of the line a point follows among the holders' lines (a line
-# that tells nothing of where it belongs), wrong commits remain, with and without
-# provenance: the first seeds that show it.
-KNOWN_WRONG_WEAK = [(17, False), (18, False), (2, True), (9, True)]
+# With blank lines and copies of the line a point follows among the holders' lines (lines
+# that tell nothing of where they belong), one scenario of 120 still gives a wrong commit
+# with provenance: a holder's lines placed on the wrong side of a blank line another holder
+# committed at the point, beside a range that ends in blank lines. Left open.
+KNOWN_WRONG_WEAK = [(59, True)]
 
 
 @pytest.fixture(scope="module")
@@ -253,12 +250,22 @@ def test_no_accept_at_a_shared_point_commits_a_byte_of_another_task(
     """Exact commits, and most of them land: refusing everything would be exact too."""
     landed = refused = 0
     for seed in SEEDS[chunk::CHUNKS]:
-        if not provenance and seed in KNOWN_WRONG:
-            continue
         got, no, _asked = run_scenario(seed, differ, provenance)
         landed, refused = landed + got, refused + len(no)
-    # Measured over all 120 seeds: 82% with provenance, 61% without.
-    assert landed >= (0.7 if provenance else 0.5) * (landed + refused), (landed, refused)
+    # Measured over all 120 seeds: 75% land with provenance, 25% without (a line at a
+    # point beside a neighbour's blank lines is never committed on an answer alone).
+    assert landed >= (0.65 if provenance else 0.15) * (landed + refused), (landed, refused)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("chunk", range(CHUNKS))
+@pytest.mark.parametrize("provenance", [False, True], ids=["answers", "provenance"])
+def test_lines_that_tell_nothing_at_a_point_are_never_committed_wrong(
+        chunk: int, provenance: bool, differ: Differ) -> None:
+    """Holders also insert blank lines and copies of the line their point follows."""
+    for seed in SEEDS[chunk::CHUNKS]:
+        if (seed, provenance) not in KNOWN_WRONG_WEAK:
+            run_scenario(seed, differ, provenance, weak=True)
 
 
 def _known_wrong(run: Callable[[], object]) -> None:
@@ -269,13 +276,6 @@ def _known_wrong(run: Callable[[], object]) -> None:
         if "gives a wrong commit" in str(e):
             raise
         pytest.fail(f"not the known wrong commit: {e}")
-
-
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="open: wrong commits at shared points without provenance")
-@pytest.mark.parametrize("seed", sorted(KNOWN_WRONG))
-def test_known_wrong_commits_at_a_shared_point(seed: int, differ: Differ) -> None:
-    _known_wrong(lambda: run_scenario(seed, differ, provenance=False))
 
 
 @pytest.mark.xfail(strict=True, raises=AssertionError,

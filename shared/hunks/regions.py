@@ -445,16 +445,17 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
                     # holder's edit may have written one.)
                     told += bool(held & set(writers)) and _strong(line)
             return (-row[e - s], told, 0, 0, 0, 0)
-        # A region keeps the most of its old lines, blank ones too: the lines beside it
-        # (a point's, a neighbour's) are inserted next to them, never in place of them.
-        kept = _kept(old, share) if beside[k] else 0
         if r.owner is None:
+            # A gap beside a point keeps the most of its old lines, blank ones too: the
+            # point's lines are inserted next to them. (A range is weighed by its own
+            # rules: where they tie, the lines beside the point stay open, a margin.)
+            kept = _kept(old, share) if beside[k] else 0
             return (-row[e - s], 0, int(share == old) + kept, 0, 0, 0)
         told = 0
         if ev:
             if not _consistent(old, share, r.owner, ev):
                 return None
-            told = _accounted(old, share, r.owner, ev, r.owner in seen)
+            told = _accounted(old, share, r.owner, ev, r.owner in seen, beside[k])
         # Edge lines count only for a region that keeps some non-blank line of its own: a
         # blank line left of a deleted function keeps nothing in place.
         edges = 0
@@ -467,7 +468,7 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
                 edges += 1
             if k < len(regs) - 1 and ps[-1:] == po[-1:] and not split[k]:
                 edges += 1
-        return (-row[e - s], told, kept, _anchors(old, share, unique), _in_place(old, share),
+        return (-row[e - s], told, 0, _anchors(old, share, unique), _in_place(old, share),
                 edges)
 
     # Each solve (with the evidence and without, the second opinion) scores the same
@@ -537,6 +538,16 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
         path = _one_path(other, width, len(regs))
         for k in range(1, len(regs)):
             on[k].add(path[k])
+    if any(r.point for r in regs):
+        # A third, beside points: keeping a neighbour's old lines last. Where it cuts
+        # elsewhere, lines beside the point could be the neighbour's kept ones or the
+        # point's inserted ones (blank lines, copies): a margin, never committed.
+        third = solve(evidence if used_evidence else None, (0, 1, 3, 4, 5, 2))
+        if third is not None:
+            path = _one_path(third, width, len(regs))
+            for k in range(1, len(regs)):
+                if regs[k - 1].point or regs[k].point:
+                    on[k].add(path[k])
     if not used_evidence:
         # A region that keeps none of its own distinctive lines (each line it keeps could
         # as well be a neighbour's: a blank line, `pass`, a closing quote) is placed by
@@ -687,13 +698,17 @@ def _consistent(old: list[bytes], share: list[bytes], task: str, evidence: Evide
 
 
 def _accounted(old: list[bytes], share: list[bytes], task: str, evidence: Evidence,
-               recorded: bool) -> int:
+               recorded: bool, worded: bool = False) -> int:
     """The lines this share adds and removes that the task's sessions are on record as
     having written and removed (counted: two blank lines written are two), less, for a
     task whose sessions are on record in this file at all, the lines it would add or
-    remove that no record shows."""
+    remove that no record shows. `worded`: lines it adds count only when they hold a
+    word (beside a point, whose lines weigh their record line by line, a blank line the
+    task wrote there must not also pull a neighbour's blank line into its range)."""
     n = 0
     for line, k in (Counter(share) - Counter(old)).items():
+        if worded and not _strong(line):
+            continue
         on = min(k, evidence.get(_digest(line), _NONE)[0].get(task, 0))
         n += on - (k - on if recorded else 0)
     for line, k in (Counter(old) - Counter(share)).items():
@@ -743,12 +758,18 @@ def _point_hunks(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], k: in
     holder owns the whole lines its report claims there).
 
     `cuts` are (lowest, own first, own last, highest) positions in `nw`: its share, and the
-    lines contested at its boundaries (margins). A new line inserted at the point is:
+    lines contested at its boundaries (margins). A line in a margin could be the
+    neighbour's own old line as well as one inserted at the point, and so could a line
+    whose place among the lines committed at the point differs when aligned from the end:
+    such a line is a conflict (never committed) for the tasks that may hold it and the
+    neighbour. Any other new line inserted at the point is:
+    - a line that holds a word and occurs twice about the point: a conflict (which copy
+      is whose, and where each goes, nothing tells);
     - the task's whose session the record says wrote it, among the tasks that may hold it
       there (holders whose span has its position, and a neighbour range's holder at the
       range's edge: an insertion at a range's edge is in the range);
-    - else, where only one task may hold it, that task's, unless it lies in a margin, or
-      that task's sessions are on record in this file and not for this line;
+    - else, where only one task may hold it, that task's, unless that task's sessions
+      are on record in this file and not for this line;
     - else a contest among them, one line each, that reports settle by claiming it.
     The point's own old lines (inserted there before, and committed) are no holder's to
     change: a change of them is unowned."""
@@ -767,6 +788,11 @@ def _point_hunks(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], k: in
             items += [(r.start - 1 + i1, s + j, False) for j in range(j1, j2)]
         elif tag != "equal":
             owned.append((_hunk(old, share, i1, i2, j1, j2, r.start, nlo + s), None))
+    # Among the lines committed at the point, where an inserted line goes is sure only
+    # when aligning from the end gives the same place (a blank line committed there
+    # matches either of two new blank lines): elsewhere it is a margin.
+    unsure = _places_differ(old, share) if old else set()
+    items = [(q, j, margin or j - s in unsure) for q, j, margin in items]
     items += [(r.end, j, True) for j in range(e, m_hi)]
     left = regs[k - 1] if k > 0 else None
     right = regs[k + 1] if k + 1 < len(regs) else None
@@ -793,7 +819,12 @@ def _point_hunks(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], k: in
         writers = (evidence or {}).get(d, _NONE)[0]
         left_of = budget.setdefault(d, Counter(writers))
         w = [t for t in cands if left_of[t] > 0]
-        if near[nw[j]] > 1 and _strong(nw[j]):
+        if margin:
+            # It may be the neighbour's own old line (the neighbour's share stops before
+            # it): no answer commits it right for either side.
+            decided[j] = ("margin", cands + [x.owner for x in (left, right)
+                                             if x is not None and x.owner and x.owner not in cands])
+        elif near[nw[j]] > 1 and _strong(nw[j]):
             decided[j] = ("twice", [t for t in cands if writers.get(t)] or cands)
         elif len(w) == 1:
             left_of[w[0]] -= 1
@@ -847,6 +878,22 @@ def _point_hunks(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], k: in
         run.append((q, j))
     flush()
     return owned, contests, conflicts
+
+
+def _places_differ(old: list[bytes], share: list[bytes]) -> set[int]:
+    """Indexes of `share` whose insertion place among `old` differs between aligning from
+    the start and from the end."""
+    def places(a: list[bytes], b: list[bytes]) -> dict[int, int]:
+        got: dict[int, int] = {}
+        for tag, i1, _i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+            if tag == "insert":
+                got.update({j: i1 for j in range(j1, j2)})
+        return got
+
+    forward = places(old, share)
+    back = {len(share) - 1 - j: len(old) - i
+            for j, i in places(old[::-1], share[::-1]).items()}
+    return {j for j in set(forward) | set(back) if forward.get(j) != back.get(j)}
 
 
 def _point_canon(follows: bytes, line: bytes, ordinal: int) -> str:
