@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from hunkwise.coordinator.shell import LazyRe, Word
 
 
-@dataclass(frozen=True)
-class Blocked:
+class Blocked(NamedTuple):
     what: str  # the command or write, as shown to the agent
     why: str
     instead: str

@@ -178,21 +178,22 @@ def protected(real: str, tree: bool = False) -> str | None:
     return None
 
 
-def served_tree(real: str) -> tuple[str, Any] | None:
-    """(root, layout) of the outermost working tree holding `real` that has hunkwise state:
-    a nested repository inside it is still inside its grants."""
-    from hunkwise.shared.state import store
+def served_tree(real: str) -> tuple[str, str] | None:
+    """(root, state directory) of the outermost working tree holding `real` that has
+    hunkwise state: a nested repository inside it is still inside its grants. Found as
+    `store.layout` finds it, without the state layer (its imports cost every hook call)."""
+    from hunkwise.shared.state.identity import state_root
 
     found = None
     d = real if os.path.isdir(real) else os.path.dirname(real)
     while True:
         if os.path.lexists(os.path.join(d, ".git")):
             try:
-                lay = store.layout(__import__("pathlib").Path(d))
+                root = state_root(d, os.environ)
             except Exception:  # noqa: BLE001 - not a repository git can read
-                lay = None
-            if lay is not None and lay.state_file.exists():
-                found = (d, lay)
+                root = None
+            if root is not None and os.path.exists(os.path.join(root, "state.json")):
+                found = (d, root)
         parent = os.path.dirname(d)
         if parent == d:
             return found
@@ -288,7 +289,7 @@ def guard(stdin_text: str, env: Mapping[str, str] | None = None) -> tuple[int, s
                               "write a well-formed patch").message()
         scope.writes += [Write(scope.where(t), f"apply_patch {t}") for t in targets]
         found = None
-    if found is None:
+    if found is None and scope.writes:  # (`ls -la` writes nothing: no state read, no import)
         found = judge_writes(scope.writes, _session(data, env))
     return (0, "") if found is None else (2, found.message())
 
@@ -308,9 +309,6 @@ def _opaque_shell(tool: str, command: str) -> Blocked | None:
 def judge_writes(writes: Sequence[Write], session: str | None) -> Blocked | None:
     """Why these writes may not happen: a protected file for anyone but the coordinator; a
     file outside the grants, for a known worker session, in the tree with hunkwise state."""
-    from hunkwise.shared.errors import CoordError
-    from hunkwise.shared.state import store
-
     states: dict[str, Any] = {}
     for w in writes:
         if not os.path.isabs(w.path):
@@ -326,7 +324,7 @@ def judge_writes(writes: Sequence[Write], session: str | None) -> Blocked | None
             why = "it holds the agent's hook settings, which keep the guard on"
         served = served_tree(real)
         if why is None and served is not None:
-            state_root = os.path.realpath(served[1].root)
+            state_root = os.path.realpath(served[1])
             if real == state_root or real.startswith(state_root + os.sep) or (
                     holds and state_root.startswith(real.rstrip(os.sep) + os.sep)):
                 why = "it is the hunkwise state, which only coord and worker commands write"
@@ -335,10 +333,15 @@ def judge_writes(writes: Sequence[Write], session: str | None) -> Blocked | None
                            "it, report `worker blocked TASK_ID --reason \"...\"`")
         if served is None or session is None or not w.judged:
             continue
-        root, lay = served
+        root, where = served
         if root not in states:
+            from pathlib import Path
+
+            from hunkwise.shared.errors import CoordError
+            from hunkwise.shared.state import store
+
             try:
-                states[root] = store.load(lay)
+                states[root] = store.load(store.Layout(repo=Path(root), root=Path(where)))
             except CoordError as e:
                 return Blocked(w.what, f"the hunkwise state is unreadable ({e})",
                                "ask the coordinator")

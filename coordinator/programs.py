@@ -27,15 +27,14 @@ import os
 import re
 import shutil
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 from hunkwise.coordinator import codescan
 from hunkwise.coordinator.gitallow import DIRECT, PAGERS, Blocked, check_git
-from hunkwise.coordinator.shell import Simple, Unparsable, Word, lex, simple_commands
+from hunkwise.coordinator.shell import Record, Simple, Unparsable, Word, lex, simple_commands
 
 
-@dataclass(frozen=True)
-class Write:
+class Write(NamedTuple):
     path: str  # as the command names it, joined to the directory it runs in when known
     what: str  # the command, as shown to the agent
     tree: bool = False  # a directory: every file under it
@@ -43,19 +42,26 @@ class Write:
     judged: bool = True  # False: some files under it, unknown which (only protection applies)
 
 
-@dataclass
-class Scope:
+class Scope(Record):
     """What judging one command line knows: the environment, where it runs, what it writes."""
-    env: Mapping[str, str]
-    cwd: str | None
-    depth: int = 0
-    names_git: bool = False  # the whole line names git somewhere (after normalising)
-    writes: list[Write] = field(default_factory=list)
-    refused: Blocked | None = None  # a write the line makes that is refused outright
-    made: set[str] = field(default_factory=set)  # paths this line writes, normalised
+
+    __slots__ = ("env", "cwd", "depth", "names_git", "writes", "refused", "made")
+
+    def __init__(self, env: Mapping[str, str], cwd: str | None, depth: int = 0,
+                 names_git: bool = False, writes: list[Write] | None = None,
+                 refused: Blocked | None = None, made: set[str] | None = None) -> None:
+        self.env = env
+        self.cwd = cwd
+        self.depth = depth
+        self.names_git = names_git  # the whole line names git somewhere (after normalising)
+        self.writes: list[Write] = [] if writes is None else writes
+        self.refused = refused  # a write the line makes that is refused outright
+        self.made: set[str] = set() if made is None else made  # paths it writes, normalised
 
     def child(self) -> Scope:
-        return replace(self, depth=self.depth + 1)  # the lists are shared
+        # One level deeper; the lists are shared.
+        return Scope(self.env, self.cwd, self.depth + 1, self.names_git, self.writes,
+                     self.refused, self.made)
 
     def where(self, path: str) -> str:
         joined = path if os.path.isabs(path) or self.cwd is None else os.path.join(self.cwd, path)

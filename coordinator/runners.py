@@ -5,7 +5,7 @@ arguments are only data. programs.py resolves each simple command to one of thes
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from hunkwise.coordinator import codescan
 from hunkwise.coordinator.gitallow import DIRECT, Blocked
@@ -218,8 +218,7 @@ def shell(words: list[Word], scope: Scope, cmd: Simple, appended: bool) -> Block
     return follow_stdin(words, scope, cmd, name, "shell")
 
 
-@dataclass(frozen=True)
-class Lang:
+class Lang(NamedTuple):
     code: frozenset[str]  # options whose value is code
     values: frozenset[str]  # options taking a value
     letters_with_value: str = ""  # short options whose value may be attached (-I dir, -Mx)

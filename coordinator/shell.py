@@ -9,7 +9,6 @@ its contents are judged too. What it cannot follow raises `Unparsable`: the guar
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 
 
 class Unparsable(ValueError):
@@ -36,20 +35,42 @@ class LazyRe:
         return self._get().match(text)
 
 
-@dataclass
-class Word:
-    text: str
-    dynamic: bool = False  # holds an expansion: $x, ${x}, $(...), `...`, $'...', {a,b}
-    glob: bool = False
-    quoted: bool = False
-    plain: int = -1  # how many leading characters were unquoted literals (-1: all)
+class Record:
+    """Equality and a repr by `__slots__`: what the guard's few record classes need of a
+    dataclass, without importing dataclasses (and inspect) on every hook call."""
+
+    __slots__: tuple[str, ...] = ()
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and all(
+            getattr(self, f) == getattr(other, f) for f in self.__slots__)
+
+    def __repr__(self) -> str:
+        inside = ", ".join(f"{f}={getattr(self, f)!r}" for f in self.__slots__)
+        return f"{type(self).__name__}({inside})"
 
 
-@dataclass
-class Lexed:
-    tokens: list[Word | str] = field(default_factory=list)  # str: an operator
-    subs: list[str] = field(default_factory=list)  # command and process substitutions
-    heredocs: list[str] = field(default_factory=list)
+class Word(Record):
+    __slots__ = ("text", "dynamic", "glob", "quoted", "plain")
+
+    def __init__(self, text: str, dynamic: bool = False, glob: bool = False,
+                 quoted: bool = False, plain: int = -1) -> None:
+        self.text = text
+        self.dynamic = dynamic  # holds an expansion: $x, ${x}, $(...), `...`, $'...', {a,b}
+        self.glob = glob
+        self.quoted = quoted
+        self.plain = plain  # how many leading characters were unquoted literals (-1: all)
+
+
+class Lexed(Record):
+    __slots__ = ("tokens", "subs", "heredocs")
+
+    def __init__(self, tokens: list[Word | str] | None = None, subs: list[str] | None = None,
+                 heredocs: list[str] | None = None) -> None:
+        self.tokens: list[Word | str] = [] if tokens is None else tokens  # str: an operator
+        self.subs: list[str] = [] if subs is None else subs  # command and process substitutions
+        self.heredocs: list[str] = [] if heredocs is None else heredocs
 
 
 _OPS = ("&&", "||", ";;&", ";;", ";&", "|&", ";", "|", "&", "(", ")", "\n")
@@ -316,17 +337,22 @@ def lex_subs(text: str) -> list[str]:
     return subs
 
 
-@dataclass
-class Simple:
+class Simple(Record):
     """One simple command: its words (redirections taken out), its redirections, and what
     feeds its stdin: "pipe" (the previous command of a pipeline, `piped_from`), "heredoc" or
     "herestring" (the text, `stdin_text`, as written: expansions unexpanded), "file" (a `<`)."""
-    words: list[Word]
-    stdin_fed: bool = False
-    redirs: list[tuple[str, Word]] = field(default_factory=list)
-    stdin: str | None = None
-    stdin_text: str | None = None
-    piped_from: Simple | None = None
+
+    __slots__ = ("words", "stdin_fed", "redirs", "stdin", "stdin_text", "piped_from")
+
+    def __init__(self, words: list[Word], stdin_fed: bool = False,
+                 redirs: list[tuple[str, Word]] | None = None, stdin: str | None = None,
+                 stdin_text: str | None = None, piped_from: Simple | None = None) -> None:
+        self.words = words
+        self.stdin_fed = stdin_fed
+        self.redirs: list[tuple[str, Word]] = [] if redirs is None else redirs
+        self.stdin = stdin
+        self.stdin_text = stdin_text
+        self.piped_from = piped_from
 
 
 def simple_commands(lexed: Lexed) -> list[Simple]:

@@ -4,13 +4,12 @@ command it runs can be told apart from its own options and judged in turn."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from hunkwise.coordinator.shell import Word
 
 
-@dataclass(frozen=True)
-class Spec:
+class Spec(NamedTuple):
     values: frozenset[str] = frozenset()  # options taking a value (next word or attached)
     flags: frozenset[str] | None = None  # options without one; None: any other option
     before: int = 0  # positional words before the command (timeout's duration)
