@@ -17,7 +17,7 @@ from hunkwise.shared import git
 from hunkwise.shared.errors import CheckFailed, StateRefused, UsageError
 from hunkwise.shared.git import objects
 from hunkwise.shared.hunks import diff, snapshot
-from hunkwise.shared.hunks.ownership import grant_covers
+from hunkwise.shared.hunks.globs import grant_covers
 from hunkwise.shared.state import store
 from hunkwise.shared.state.context import Ctx, refuse_if_frozen
 from hunkwise.shared.state.models import check_rel_path

@@ -84,7 +84,7 @@ def patch_paths(patch: str) -> list[str]:
 
 
 def covers(grant: Grant, path: str) -> bool:
-    from hunkwise.shared.hunks.ownership import grant_covers
+    from hunkwise.shared.hunks.globs import grant_covers
 
     return grant_covers(grant, path)
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from hunkwise import inbox
 from hunkwise.shared import git
 from hunkwise.shared.errors import UsageError
-from hunkwise.shared.hunks.ownership import glob_matches, grant_covers
+from hunkwise.shared.hunks.globs import glob_matches, grant_covers
 from hunkwise.shared.hunks.taskview import (
     Selection,
     TreeView,

@@ -9,7 +9,8 @@ from hunkwise import inbox
 from hunkwise.shared import git
 from hunkwise.shared.errors import StateRefused, UsageError
 from hunkwise.shared.hunks.diff import looks_binary
-from hunkwise.shared.hunks.ownership import find_conflicts, glob_matches
+from hunkwise.shared.hunks.globs import glob_matches
+from hunkwise.shared.hunks.ownership import find_conflicts
 from hunkwise.shared.hunks.taskview import active_tasks, sync_ranges, view
 from hunkwise.shared.state import config, store
 from hunkwise.shared.state.context import Ctx

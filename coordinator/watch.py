@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from hunkwise import inbox
 from hunkwise.shared import git
-from hunkwise.shared.hunks.ownership import grant_covers
+from hunkwise.shared.hunks.globs import grant_covers
 from hunkwise.shared.output import one_line
 from hunkwise.shared.state import store
 from hunkwise.shared.state.context import Ctx, iso

@@ -500,7 +500,7 @@ def test_literal_grants_match_exactly_as_pathspec_does() -> None:
     every pattern and path built from these parts, both must answer alike."""
     import itertools
 
-    from hunkwise.shared.hunks import ownership
+    from hunkwise.shared.hunks import globs
 
     parts = ["a", "b", "ab", "a.py", "a b", "é", "-x"]
     odd = ["!a", "#a", "a ", ".", "..", "a\\b", "a*", "[ab]", "a?"]
@@ -511,8 +511,8 @@ def test_literal_grants_match_exactly_as_pathspec_does() -> None:
     paths += ["a b/a", "é/a", "a/é/-x/y", "a/", "a/b/", "ab/", "a.py/x"]
     plain = 0
     for pattern in patterns:
-        plain += ownership._plain(pattern) is not None
+        plain += globs._plain(pattern) is not None
         for path in paths:
-            assert ownership.glob_matches(pattern, path) == ownership._glob_matches(pattern, path), \
+            assert globs.glob_matches(pattern, path) == globs._glob_matches(pattern, path), \
                 (pattern, path)
     assert plain > len(patterns) // 2  # the string compares did decide most of them

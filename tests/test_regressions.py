@@ -7,7 +7,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from hunkwise.shared.hunks.ownership import glob_matches
+from hunkwise.shared.hunks.globs import glob_matches
 
 from testing.env import BIN, ROOT
 from testing.repo import git, git_bytes, numbered, write

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from hunkwise.shared.hunks.ownership import glob_matches, grant_covers
+from hunkwise.shared.hunks.globs import glob_matches, grant_covers
 from hunkwise.shared.hunks.taskview import whole_identity
 from hunkwise.shared.state.models import report_path
 

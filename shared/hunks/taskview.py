@@ -87,7 +87,7 @@ def _evidence(repo: Path, tasks: Sequence[Task], paths: Collection[str]) -> dict
 
 
 def _granted(tasks: Sequence[Task]) -> Callable[[str], bool]:
-    from hunkwise.shared.hunks.ownership import glob_matches
+    from hunkwise.shared.hunks.globs import glob_matches
 
     ranged = {g.path for t in tasks if t.active for g in t.grants if g.kind != "glob"}
     globs = [g.path for t in tasks if t.active for g in t.grants if g.kind == "glob"]

@@ -23,7 +23,7 @@ import os
 from pathlib import Path
 
 from hunkwise.shared import git
-from hunkwise.shared.hunks.ownership import glob_matches
+from hunkwise.shared.hunks.globs import glob_matches
 from hunkwise.shared.state.models import Task
 
 MOST = 4096

@@ -25,7 +25,7 @@ from typing import Any
 from hunkwise.shared import git
 from hunkwise.shared.hunks import diff, snapshot
 from hunkwise.shared.hunks.diff import FileChange, Hunk
-from hunkwise.shared.hunks.ownership import grant_covers
+from hunkwise.shared.hunks.globs import grant_covers
 from hunkwise.shared.hunks.slide import canonical, placements
 from hunkwise.shared.hunks.taskview import Selection, TreeView, select, whole_identity
 from hunkwise.shared.state import store
