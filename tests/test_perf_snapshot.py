@@ -197,3 +197,17 @@ def test_a_widened_grant_makes_the_record_due_again(make_repo: MakeRepo, coord: 
     assert quiet_run == ["cat-file"]
     ok(coord(repo, "grant", "A", "--write", "a.txt:4-7"))
     assert "add" in [s.split(" ")[0] for s in run("worker", repo, "heartbeat", "A")]
+
+
+def test_a_second_worker_start_reads_the_tree_once(make_repo: MakeRepo, coord: Cli,
+                                                   worker: Cli, tmp_path: Path) -> None:
+    """A re-start records the work and shows where the line grants stand now: one read of
+    the tree serves both (was: a snapshot for each)."""
+    repo = make_repo({"a.txt": numbered(9)})
+    ok(coord(repo, "assign", "A", "--title", "A", "--expect", "e", "--write", "a.txt:1-4"))
+    s = ok(worker(repo, "start", "A"))["session"]
+    set_line(repo, "a.txt", 2, "A's line")
+    run = traced(tmp_path)
+    reads = [c for c in run("worker", repo, "start", "A", "--session", s)
+             if c.split(" ")[0] == "write-tree"]
+    assert len(reads) == 1, reads

@@ -184,7 +184,18 @@ def start(ctx: Ctx, task_id: str, *, session: str | None, role: str) -> StartRes
     # Record the work in the tree, or say that what was recorded is gone.
     # The baseline's snapshot serves (a read of the tree a moment ago, as any record is)
     # unless handed-over changes were put into the tree since.
-    lost = record(ctx, [task_id], snap0 if placed is None else None).get(task_id)
+    snap = snap0 if placed is None else None
+    if snap is None and any(g.kind != "glob" for g in task.grants):
+        # Where its line grants stand is read from the tree anyway: one snapshot serves
+        # the record and the places (a re-start has no baseline's).
+        from hunkwise.shared.errors import CoordError
+        from hunkwise.shared.hunks import snapshot
+
+        try:
+            snap = snapshot.take(ctx.repo)
+        except CoordError:  # a tree changing under the read: each then reads on its own
+            snap = None
+    lost = record(ctx, [task_id], snap).get(task_id)
     if lost is not None:
         notes.insert(0, {"at": store.now(), "by": "hunkwise", "kind": "lost",
                          "text": recovery.lost_message(task_id, lost)})
@@ -196,7 +207,7 @@ def start(ctx: Ctx, task_id: str, *, session: str | None, role: str) -> StartRes
 
     # Read where the grants stand from the baseline's snapshot when it serves, as `record`
     # does just above; else from a new one.
-    where = tree_places(ctx.repo, [task], snap0 if placed is None else None)[task.id]
+    where = tree_places(ctx.repo, [task], snap)[task.id]
     return {"checkpoint": shown.public() if shown else None, "task": brief, "session": sess,
             "placed": placed[0] if placed is not None else None,
             "signals": sigs, "expect": task.expect, "notes": notes,
