@@ -488,11 +488,12 @@ def status(ctx: Ctx, *, everything: bool = False) -> StatusResult:
              if everything or t.active or t.batch >= state.batch]
     # Finished tasks of closed batches live in the archive (moved there at thaw): shown
     # with --all, counted among the hidden ones without it.
-    archived_ids = {d["id"] for d in store.archived(ctx.lay, "task")
+    archive = store.archived(ctx.lay, "task")  # read once
+    archived_ids = {d["id"] for d in archive
                     if isinstance(d.get("id"), str) and d["id"] not in state.tasks}
     if everything:
         have = {t.id for t in shown}
-        old = {d["id"]: d for d in store.archived(ctx.lay, "task") if d.get("id") not in have}
+        old = {d["id"]: d for d in archive if d.get("id") not in have}
         shown += [Task.model_validate(d) for d in old.values()]
     hidden = 0 if everything else (len(state.tasks) - len(shown)) + len(archived_ids)
     rows: list[StatusTask] = []
