@@ -20,7 +20,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 OTHERS = ("core_loop", "accept", "verify", "checkout", "snapshot", "burst", "startup", "history",
-          "hooks")
+          "hooks", "regions")
 
 
 def guard_rows(quick: bool, runs: int | None) -> list[object]:
