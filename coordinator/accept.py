@@ -209,6 +209,24 @@ def _mark_accepted(ctx: Ctx, state: Any, task_id: str, commit: str) -> None:
 def _finish(ctx: Ctx, task_id: str) -> None:
     recovery.forget(ctx.repo, task_id)
     _archive_reports(ctx, task_id)
+    _prune_provenance(ctx)
+
+
+def _prune_provenance(ctx: Ctx) -> None:
+    """The hooks' record only grows: once it is large, the records of sessions that hold
+    no active task any more go (an accept is when sessions finish)."""
+    from hunkwise.shared.state import provenance
+
+    root = provenance.root_of(ctx.repo)
+    try:
+        if (root / provenance.FILE).stat().st_size <= provenance.PRUNE_AT:
+            return
+    except OSError:
+        return
+    state = store.load(ctx.lay)
+    live = {s for t in state.tasks.values() if t.active
+            for s in (t.session, t.claim.session if t.claim else None) if s}
+    provenance.prune(root, live, provenance.PRUNE_AT)
 
 
 def _archive_reports(ctx: Ctx, task_id: str) -> None:
@@ -389,6 +407,7 @@ def _accept(ctx: Ctx, task_id: str, *, message: str | None, recheck: bool | None
         _archive_reports(ctx, task_id)
         kill_point("accept-finished")
         _journal(ctx).unlink()
+        _prune_provenance(ctx)
         notes = [f"{w.code}: {w.path + ': ' if w.path else ''}{w.detail}" for w in verdict.warnings]
         doc: AcceptResult = {"commit": commit, "task": task_id, "paths": plan.paths,
                                "revision": report.revision,

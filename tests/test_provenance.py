@@ -53,3 +53,33 @@ def test_evidence_nets_each_task_and_reads_only_the_paths_asked(tmp_path: Path) 
     assert d(b"doc") not in m or m[d(b"doc")] == ({}, {})
     assert m[d(b"kept")] == ({"A": 2, "?sess-x": 1}, {})
     assert m[d(b"old")] == ({}, {"A": 1})
+
+
+def test_a_large_record_is_pruned_to_the_sessions_still_at_work(tmp_path: Path) -> None:
+    for k in range(50):
+        provenance.note(tmp_path, "sess-done", "m.py", [f"old {k}\n".encode()])
+    provenance.note(tmp_path, "sess-live", "m.py", [b"mine\n"], [b"gone\n"])
+    assert provenance.prune(tmp_path, {"sess-live"}, at=1 << 30) == 0  # small: left alone
+    assert provenance.prune(tmp_path, {"sess-live"}, at=0) == 50
+    assert set(provenance.all_writers(tmp_path)["m.py"]) == {provenance.line_digest(b"mine")}
+    assert provenance.all_removers(tmp_path)["m.py"] == {provenance.line_digest(b"gone"): {"sess-live": 1}}
+    assert not (tmp_path / f"{provenance.FILE}.pruning").exists()
+
+
+def test_accept_prunes_the_record_of_finished_sessions(make_repo, coord, worker,
+                                                       monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from testing.repo import write
+
+    repo = make_repo({"a.txt": "a\n", "b.txt": "b\n"})
+    for tid in ("A", "B"):
+        coord(repo, "assign", tid, "--title", tid, "--expect", "e", "--write", f"{tid.lower()}.txt")
+    sa = worker(repo, "start", "A").doc["session"]
+    sb = worker(repo, "start", "B").doc["session"]
+    root = provenance.root_of(repo)
+    provenance.note(root, sa, "a.txt", [b"A's\n"])
+    provenance.note(root, sb, "b.txt", [b"B's\n"])
+    monkeypatch.setattr(provenance, "PRUNE_AT", 0)
+    write(repo, "a.txt", "A's\n")
+    assert worker(repo, "done", "A", session=sa).code == 0
+    assert coord(repo, "accept", "A").code == 0
+    assert set(provenance.all_writers(root)) == {"b.txt"}  # A's session is done

@@ -24,6 +24,8 @@ from collections.abc import Collection, Iterable
 from pathlib import Path
 
 FILE = "provenance.jsonl"
+# Past this size the record is pruned to the sessions still at work (`prune`).
+PRUNE_AT = 4 << 20
 # Appends of at most PIPE_BUF (4096 on Linux) bytes are atomic with O_APPEND.
 _CHUNK = 40  # digests per line: 40 * 67 bytes plus the path stays under 4096 for paths < 1 KB
 
@@ -159,3 +161,47 @@ def _by_task(by_session: dict[str, int], task_of: dict[str, str]) -> dict[str, i
         t = task_of.get(sess, "?" + sess)
         out[t] = out.get(t, 0) + n
     return out
+
+
+def prune(root: Path, live: Collection[str], at: int = PRUNE_AT) -> int:
+    """Keep only the records of `live` sessions (those holding an active task), once the
+    record has grown past `at` bytes; how many records were dropped.
+
+    The record is moved aside, read, and what is kept appended to the live file as the
+    hooks append to it (records are counted, never ordered): a hook writing meanwhile
+    loses nothing but, at worst, a line written through a descriptor opened before the
+    move, and missing evidence only means a question is asked."""
+    path = root / FILE
+    try:
+        if path.stat().st_size <= at:
+            return 0
+    except OSError:
+        return 0
+    aside = root / f"{FILE}.pruning"
+    try:
+        os.replace(path, aside)
+        data = aside.read_bytes()
+    except OSError:
+        return 0
+    kept: list[bytes] = []
+    dropped = 0
+    for raw in data.split(b"\n"):
+        if not raw:
+            continue
+        try:
+            rec = json.loads(raw)
+        except ValueError:
+            dropped += 1
+            continue
+        if isinstance(rec, dict) and rec.get("session") in live:
+            kept.append(raw + b"\n")
+        else:
+            dropped += 1
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        for i in range(0, len(kept), 256):
+            os.write(fd, b"".join(kept[i:i + 256]))
+    finally:
+        os.close(fd)
+    aside.unlink(missing_ok=True)
+    return dropped
