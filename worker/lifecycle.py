@@ -360,7 +360,9 @@ def _report(ctx: Ctx, task_id: str, *, status: ReportStatus, session: str | None
                           "grant could be yours or your neighbour's, and nothing recorded who "
                           f"wrote them: {'; '.join(undecided[:5])}. Say which: worker done "
                           f"{task_id} --claim PATH:LINES (yours) or --disclaim PATH:LINES (not "
-                          "yours; `all` for every one). If only some of those lines are yours, "
+                          "yours; `all` for every one). Yours are the lines you wrote and the "
+                          "lines of your range you left as they were (a blank line that "
+                          "ended your range before still does). If only some of those lines are yours, "
                           "no answer is right: with the agent hooks installed (coord "
                           "install-hooks) what each session wrote settles it; else report "
                           f"worker blocked {task_id}; nothing was delivered")
