@@ -819,9 +819,12 @@ def _point_hunks(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], k: in
         writers = (evidence or {}).get(d, _NONE)[0]
         left_of = budget.setdefault(d, Counter(writers))
         w = [t for t in cands if left_of[t] > 0]
-        if margin:
+        side = left if j < s else right
+        if margin and not (side is not None and side.owner is not None and cands == [side.owner]):
             # It may be the neighbour's own old line (the neighbour's share stops before
-            # it): no answer commits it right for either side.
+            # it): no answer commits it right for either side. (Where the neighbour is a
+            # range of the one task that may hold the line, its own `PATH::NAME+`, the line
+            # is that task's whichever side it is on.)
             decided[j] = ("margin", cands + [x.owner for x in (left, right)
                                              if x is not None and x.owner and x.owner not in cands])
         elif near[nw[j]] > 1 and _strong(nw[j]):
