@@ -444,6 +444,10 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
                     # (A blank line or a bracket on record says nothing of where: every
                     # holder's edit may have written one.)
                     told += bool(held & set(writers)) and _strong(line)
+                    # A line no holder is on record as writing, while they are on record in
+                    # this file: not one of theirs (a blank line left where it was, say).
+                    if not held & set(writers) and held & seen:
+                        told -= 1
             return (-row[e - s], told, 0, 0, 0, 0)
         if r.owner is None:
             # A gap beside a point keeps the most of its old lines, blank ones too: the
