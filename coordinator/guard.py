@@ -306,6 +306,57 @@ def _opaque_shell(tool: str, command: str) -> Blocked | None:
                    "run read-only git from the Bash tool, directly")
 
 
+# The state document the light reader knows (models.STATE_VERSION; a test holds the two
+# together): any other version, or anything odd in it, goes to the state layer instead.
+LIGHT_STATE_VERSION = 2
+_INACTIVE = {"accepted", "rejected", "reverted"}
+
+
+class LightGrant:
+    """A grant as the state document holds it, read without the state layer (its imports
+    cost every hook call): kind and path for judging; shown (str) as the models show it."""
+
+    __slots__ = ("doc", "kind", "path")
+
+    def __init__(self, doc: dict[str, Any]) -> None:
+        self.doc, self.kind, self.path = doc, doc["kind"], doc["path"]
+
+    def __str__(self) -> str:  # only for a refusal's message
+        from hunkwise.shared.state.models import Task
+
+        task = Task.model_validate({"id": "x", "title": "x", "expect": "x", "created_at": 0.0,
+                                    "updated_at": 0.0, "grants": [self.doc]})
+        return str(task.grants[0])
+
+
+def _held_light(where: str, session: str) -> list[tuple[str, list[Any]]] | None:
+    """(task id, grants) of the active tasks `session` holds, read from the state document
+    with json alone; None when it is not the plain document of LIGHT_STATE_VERSION."""
+    try:
+        with open(os.path.join(where, "state.json"), "rb") as f:
+            doc = json.loads(f.read())
+        if not isinstance(doc, dict) or doc.get("version") != LIGHT_STATE_VERSION:
+            return None
+        out: list[tuple[str, list[Any]]] = []
+        for tid, t in sorted(doc["tasks"].items()):
+            if not isinstance(t, dict) or t.get("id") != tid:
+                return None
+            claim = t.get("claim")
+            mine = t.get("session") == session or (
+                isinstance(claim, dict) and claim.get("session") == session)
+            if t.get("state", "assigned") in _INACTIVE or not mine:
+                continue
+            grants = t.get("grants", [])
+            if not isinstance(grants, list) or not all(
+                    isinstance(g, dict) and g.get("kind") in ("glob", "range", "point")
+                    and isinstance(g.get("path"), str) for g in grants):
+                return None
+            out.append((tid, [LightGrant(g) for g in grants]))
+        return out
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
 def judge_writes(writes: Sequence[Write], session: str | None) -> Blocked | None:
     """Why these writes may not happen: a protected file for anyone but the coordinator; a
     file outside the grants, for a known worker session, in the tree with hunkwise state."""
@@ -335,20 +386,24 @@ def judge_writes(writes: Sequence[Write], session: str | None) -> Blocked | None
             continue
         root, where = served
         if root not in states:
-            from pathlib import Path
+            got = _held_light(where, session)
+            if got is None:  # not the plain current document: the state layer reads it
+                from pathlib import Path
 
-            from hunkwise.shared.errors import CoordError
-            from hunkwise.shared.state import store
+                from hunkwise.shared.errors import CoordError
+                from hunkwise.shared.state import store
 
-            try:
-                states[root] = store.load(store.Layout(repo=Path(root), root=Path(where)))
-            except CoordError as e:
-                return Blocked(w.what, f"the hunkwise state is unreadable ({e})",
-                               "ask the coordinator")
-        state = states[root]
-        held = [(t.id, t.grants) for t in sorted(state.tasks.values(), key=lambda t: t.id)
-                if t.active and (t.session == session or (t.claim is not None and
-                                                           t.claim.session == session))]
+                try:
+                    state = store.load(store.Layout(repo=Path(root), root=Path(where)))
+                except CoordError as e:
+                    return Blocked(w.what, f"the hunkwise state is unreadable ({e})",
+                                   "ask the coordinator")
+                got = [(t.id, list(t.grants)) for t in sorted(state.tasks.values(),
+                                                               key=lambda t: t.id)
+                       if t.active and (t.session == session or (t.claim is not None and
+                                                                 t.claim.session == session))]
+            states[root] = got
+        held = states[root]
         rel = os.path.relpath(real, os.path.realpath(root)).replace(os.sep, "/")
         rel = "" if rel == "." else rel
         if w.tree:

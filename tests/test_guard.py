@@ -554,3 +554,36 @@ def test_no_glob_grant_makes_git_the_state_or_the_hook_settings_writable(
         assert code == 2 and "hunkwise blocked" in message, (line, message)
     if grant in ("**", "*"):
         assert guard(call("Bash", {"command": "echo x > a.txt"}, cwd=str(repo)), env) == (0, "")
+
+
+def test_the_guard_s_light_state_reader_agrees_with_the_state_layer(make_repo, coord,
+                                                                    worker) -> None:  # type: ignore[no-untyped-def]
+    """The hooks read the grants a session holds with json alone (the state layer's imports
+    cost every call): the same (task, grants) as the state layer, or None to fall back."""
+    from hunkwise.coordinator import guard
+    from hunkwise.shared.state import store
+    from hunkwise.shared.state.context import open_repo
+    from hunkwise.shared.state.models import STATE_VERSION
+
+    assert guard.LIGHT_STATE_VERSION == STATE_VERSION
+    repo = make_repo({"a.txt": "a\n", "b.txt": "1\n2\n3\n4\n", "c.txt": "c\n"})
+    ok(coord(repo, "assign", "A", "--title", "A", "--expect", "e", "--write", "a.txt"))
+    ok(coord(repo, "assign", "B", "--title", "B", "--expect", "e", "--write", "b.txt:1-2",
+             "--write", "b.txt:+4"))
+    ok(coord(repo, "assign", "C", "--title", "C", "--expect", "e", "--write", "c.txt"))
+    sa = ok(worker(repo, "start", "A"))["session"]
+    sb = ok(worker(repo, "start", "B"))["session"]
+    ok(coord(repo, "reject", "C", "--note", "no"))
+    ctx = open_repo(str(repo))
+    state = store.load(ctx.lay)
+    for session in (sa, sb, "sess-20260101-0000-nobody@m"):
+        light = guard._held_light(str(ctx.lay.root), session)
+        assert light is not None
+        full = [(t.id, [str(g) for g in t.grants]) for t in sorted(state.tasks.values(),
+                                                                     key=lambda t: t.id)
+                if t.active and (t.session == session or (t.claim is not None
+                                                          and t.claim.session == session))]
+        assert [(t, [str(g) for g in gs]) for t, gs in light] == full
+    # Anything but the plain current document: the state layer reads it.
+    (ctx.lay.root / "state.json").write_text('{"version": 1, "tasks": {}}')
+    assert guard._held_light(str(ctx.lay.root), sa) is None
