@@ -357,6 +357,22 @@ def _held_light(where: str, session: str) -> list[tuple[str, list[Any]]] | None:
         return None
 
 
+def held_by(root: str, where: str, session: str) -> list[tuple[str, list[Any]]]:
+    """(task id, grants) of the active tasks `session` holds in the tree `root` whose state
+    directory is `where`: read lightly, or by the state layer (CoordError if unreadable)."""
+    got = _held_light(where, session)
+    if got is not None:
+        return got
+    from pathlib import Path
+
+    from hunkwise.shared.state import store
+
+    state = store.load(store.Layout(repo=Path(root), root=Path(where)))
+    return [(t.id, list(t.grants)) for t in sorted(state.tasks.values(), key=lambda t: t.id)
+            if t.active and (t.session == session or (t.claim is not None
+                                                      and t.claim.session == session))]
+
+
 def judge_writes(writes: Sequence[Write], session: str | None) -> Blocked | None:
     """Why these writes may not happen: a protected file for anyone but the coordinator; a
     file outside the grants, for a known worker session, in the tree with hunkwise state."""
@@ -386,23 +402,13 @@ def judge_writes(writes: Sequence[Write], session: str | None) -> Blocked | None
             continue
         root, where = served
         if root not in states:
-            got = _held_light(where, session)
-            if got is None:  # not the plain current document: the state layer reads it
-                from pathlib import Path
+            from hunkwise.shared.errors import CoordError
 
-                from hunkwise.shared.errors import CoordError
-                from hunkwise.shared.state import store
-
-                try:
-                    state = store.load(store.Layout(repo=Path(root), root=Path(where)))
-                except CoordError as e:
-                    return Blocked(w.what, f"the hunkwise state is unreadable ({e})",
-                                   "ask the coordinator")
-                got = [(t.id, list(t.grants)) for t in sorted(state.tasks.values(),
-                                                               key=lambda t: t.id)
-                       if t.active and (t.session == session or (t.claim is not None and
-                                                                 t.claim.session == session))]
-            states[root] = got
+            try:
+                states[root] = held_by(root, where, session)
+            except CoordError as e:
+                return Blocked(w.what, f"the hunkwise state is unreadable ({e})",
+                               "ask the coordinator")
         held = states[root]
         rel = os.path.relpath(real, os.path.realpath(root)).replace(os.sep, "/")
         rel = "" if rel == "." else rel

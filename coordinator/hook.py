@@ -251,7 +251,7 @@ def post(text: str, env: Mapping[str, str]) -> Result:
         from hunkwise.coordinator.guard import covers
 
         if not held:
-            held.append(_grants(_path(top), session))
+            held.append(_grants(_path(top), root, session))
         return any(covers(g, path) for g in held[0])
 
     try:
@@ -272,19 +272,16 @@ def post(text: str, env: Mapping[str, str]) -> Result:
     return 0, json.dumps(doc) + "\n", ""
 
 
-def _grants(top: Path, session: str) -> list[Any]:
+def _grants(top: Path, root: str, session: str) -> list[Any]:
     """The grants of the active tasks `session` holds (the state, read only here: a shell
     call changed something)."""
+    from hunkwise.coordinator.guard import held_by
     from hunkwise.shared.errors import CoordError
-    from hunkwise.shared.state import store
 
     try:
-        state = store.load(store.layout(top))
+        return [g for _t, gs in held_by(str(top), root, session) for g in gs]
     except CoordError:
         return []
-    return [g for t in state.tasks.values() if t.active and (
-        t.session == session or (t.claim is not None and t.claim.session == session))
-        for g in t.grants]
 
 
 def _patch_text(ti: Mapping[str, Any]) -> str | None:
