@@ -763,10 +763,10 @@ def _point_hunks(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], k: in
 
     `cuts` are (lowest, own first, own last, highest) positions in `nw`: its share, and the
     lines contested at its boundaries (margins). A line in a margin could be the
-    neighbour's own old line as well as one inserted at the point, and so could a line
-    whose place among the lines committed at the point differs when aligned from the end:
-    such a line is a conflict (never committed) for the tasks that may hold it and the
-    neighbour. Any other new line inserted at the point is:
+    neighbour's own old line as well as one inserted at the point; a line whose place
+    among the lines committed at the point is not sure (`_places_differ`,
+    `_loose_segments`) could go on either side of one of them: such a line is a conflict
+    (never committed) for the tasks that may hold it and the neighbour. Any other new line inserted at the point is:
     - a line that holds a word and occurs twice about the point: a conflict (which copy
       is whose, and where each goes, nothing tells);
     - the task's whose session the record says wrote it, among the tasks that may hold it
@@ -795,7 +795,7 @@ def _point_hunks(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], k: in
     # Among the lines committed at the point, where an inserted line goes is sure only
     # when aligning from the end gives the same place (a blank line committed there
     # matches either of two new blank lines): elsewhere it is a margin.
-    unsure = _places_differ(old, share) if old else set()
+    unsure = (_places_differ(old, share) | _loose_segments(old, share)) if old else set()
     items = [(q, j, margin or j - s in unsure) for q, j, margin in items]
     items += [(r.end, j, True) for j in range(e, m_hi)]
     left = regs[k - 1] if k > 0 else None
@@ -901,6 +901,26 @@ def _places_differ(old: list[bytes], share: list[bytes]) -> set[int]:
     back = {len(share) - 1 - j: len(old) - i
             for j, i in places(old[::-1], share[::-1]).items()}
     return {j for j in set(forward) | set(back) if forward.get(j) != back.get(j)}
+
+
+def _loose_segments(old: list[bytes], share: list[bytes]) -> set[int]:
+    """Indexes of `share` in a stretch between two lines that hold a word (kept from `old`)
+    where `old` has lines that `share` also has, and `share` more lines besides: which of
+    the equal lines (a blank line) is the old one, and so on which side of it the new lines
+    go, nothing tells."""
+    so = [i for i, x in enumerate(old) if _strong(x)]
+    sn = [j for j, x in enumerate(share) if _strong(x)]
+    sm = difflib.SequenceMatcher(None, [old[i] for i in so], [share[j] for j in sn],
+                                 autojunk=False)
+    anchors = [(so[a + d], sn[b + d]) for a, b, size in sm.get_matching_blocks()
+               for d in range(size)]
+    out: set[int] = set()
+    for (i0, j0), (i1, j1) in zip([(-1, -1), *anchors], [*anchors, (len(old), len(share))],
+                                  strict=True):
+        o, n = old[i0 + 1:i1], share[j0 + 1:j1]
+        if o and len(n) > len(o) and set(o) & set(n):
+            out.update(range(j0 + 1, j1))
+    return out
 
 
 def _point_canon(follows: bytes, line: bytes, ordinal: int) -> str:
