@@ -823,7 +823,7 @@ def _point_hunks(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], k: in
         writers = (evidence or {}).get(d, _NONE)[0]
         left_of = budget.setdefault(d, Counter(writers))
         w = [t for t in cands if left_of[t] > 0]
-        side = left if j < s else right
+        side = left if j < s else right if j >= e else None  # (None: unsure, not a margin)
         if margin and not (side is not None and side.owner is not None and cands == [side.owner]):
             # It may be the neighbour's own old line (the neighbour's share stops before
             # it): no answer commits it right for either side. (Where the neighbour is a
