@@ -121,6 +121,7 @@ def play(sc: Story, grants: dict[str, list[Grant]], differ: Differ, evidence: An
             task.claimed.setdefault(PATH, []).append(DISCLAIMED + amb.canon)
     for task in tasks.values():
         task.state = TaskState.REPORTED
+    _discard_each(sc, tasks, tv, final, undecidable, label)
 
     order = list(sc.tasks)
     random.Random(order_seed).shuffle(order)
@@ -160,3 +161,26 @@ def play(sc: Story, grants: dict[str, list[Grant]], differ: Differ, evidence: An
                     map_grant(g, moved)
         head = new_head
     return len(accepted), refusals, asked
+
+
+def _discard_each(sc: Story, tasks: dict[str, Task], tv: TreeView, final: bytes,
+                  undecidable: set[str], label: str) -> None:
+    """`coord reject --discard`, task by task on the tree holding every edit: what it
+    removes is exactly the task's edits, never a line of another task (the same selection
+    and inverse splice as outcomes.reject), wherever the reports were answered."""
+    from hunkwise.shared.hunks.diff import inverse
+    from hunkwise.shared.hunks.taskview import claims_of, may_still_claim, select
+
+    for tid, task in tasks.items():
+        if tid in undecidable:
+            continue
+        sel = select(tv, task, claims_of(task))
+        if sel.unclaimed_ambiguous or any(
+                may_still_claim(tasks[o], PATH, amb.canon)
+                for amb in sel.claimed_ambiguous for o in amb.tasks if o != tid and o in tasks):
+            continue  # the discard is refused (nothing written), or leaves those lines
+        mine = sel.changes[0].hunks if sel.changes else []
+        got = splice(final, [inverse(h) for h in mine])
+        want = sc.text(set(sc.tasks) - {tid})
+        assert got == want, (f"{label}: discarding {tid} does not remove exactly its edits\n"
+                             f"{sc.describe()}\ngot  {got!r}\nwant {want!r}")
