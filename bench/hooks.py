@@ -3,7 +3,7 @@
     .venv/bin/python bench/hooks.py [--runs K] [--quick]
 
 Each case runs the hook command the way `coord install-hooks` writes it (the absolute
-interpreter, `-I -c`, the tool call on stdin), as its own process, paired round by round
+interpreter, `-I -S -c`, the tool call on stdin), as its own process, paired round by round
 with `python -c pass` (the same interpreter, bare): the table shows each side's median
 (wall and cpu) and the median of the paired ratios.
 
@@ -38,7 +38,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import BIN, PYTHON, RESULTS, hermetic_env, loadavg, machine, run_ru  # noqa: E402
 
-HOOK = "import sys; from hunkwise.coordinator.hook import main; sys.exit(main())"
+
+
+def _hook_args() -> list[str]:
+    """The interpreter's arguments as `coord install-hooks` writes them (-I -S, the import
+    path written in)."""
+    paths = subprocess.run([PYTHON, "-c", "from hunkwise.coordinator.hooks import import_path;"
+                            " print(repr(import_path()))"], capture_output=True, text=True,
+                           check=True).stdout.strip()
+    return ["-I", "-S", "-c", f"import sys; sys.path += {paths}; "
+            "from hunkwise.coordinator.hook import main; sys.exit(main())"]
+
+
+HOOK = _hook_args()
 AGENT = "bench-agent-0001"
 
 
@@ -80,7 +92,7 @@ def call(repo: Path, event: str, tool: str, tool_input: dict[str, Any], agent: s
 
 
 def run_hook(repo: Path, env: dict[str, str], event: str, body: bytes) -> tuple[float, float]:
-    r = run_ru([PYTHON, "-I", "-c", HOOK, event], repo, env, input=body)
+    r = run_ru([PYTHON, *HOOK, event], repo, env, input=body)
     if r.code not in (0, 2):
         raise SystemExit(f"hook {event} failed ({r.code}): {r.stderr[-400:]!r}")
     return r.seconds, r.cpu

@@ -23,15 +23,16 @@ the call's own; the bracket cannot tell them apart.
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import time
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
 
+from hunkwise.shared import fastjson
+
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # call records are plain os.path strings: no pathlib on every hook call
+    from collections.abc import Mapping, Sequence
     from pathlib import Path
+    from typing import Any
 
 CALLS = "calls"
 CALL_REFS = "refs/hunkwise/calls"
@@ -52,12 +53,12 @@ def _key(full: Path) -> Key | None:
     return [st.st_ino, st.st_size, st.st_mtime_ns]
 
 
-_PLAIN = re.compile(r"[A-Za-z0-9_.@-]{1,100}")
+_PLAIN = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.@-")
 
 
 def _digest(text: str) -> str:
     """A file-name-safe stand-in for an id: the id itself when plain, else a digest."""
-    if _PLAIN.fullmatch(text) and not text.startswith("."):
+    if 0 < len(text) <= 100 and all(c in _PLAIN for c in text) and not text.startswith("."):
         return text.replace("@", "_at_")
     import hashlib
 
@@ -187,13 +188,13 @@ def take_prior(root: str, data: Mapping[str, Any]) -> bytes | None:
 
 def _write(tmp: str, dest: str, doc: Any) -> None:
     with open(tmp, "w", encoding="utf-8") as f:
-        f.write(json.dumps(doc, separators=(",", ":")))
+        f.write(fastjson.dumps(doc))
     os.replace(tmp, dest)
 
 
 def _read(path: str) -> Any:
     with open(path, encoding="utf-8") as f:
-        return json.loads(f.read())
+        return fastjson.loads(f.read())
 
 
 def close_call(root: str, data: Mapping[str, Any]) -> dict[str, Any] | None:

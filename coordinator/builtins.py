@@ -6,14 +6,12 @@ the programs whose arguments are only data."""
 from __future__ import annotations
 
 import os
-import re
 
 from hunkwise.coordinator import codescan
 from hunkwise.coordinator.filters import awk, sed
 from hunkwise.coordinator.gitallow import DIRECT, Blocked
 from hunkwise.coordinator.programs import (
     READ_TREE,
-    Judge,
     Scope,
     _block,
     env_danger,
@@ -24,6 +22,10 @@ from hunkwise.coordinator.programs import (
 from hunkwise.coordinator.runners import _script_arg, follow_code, wrapper
 from hunkwise.coordinator.shell import LazyRe, Simple, Word
 from hunkwise.coordinator.wrappers import SUB_WRAPPERS, S
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from hunkwise.coordinator.programs import Judge
 
 # Arguments are data: the word git among them is no reason to block. (Programs that
 # write files are judged in shellwrites.py; `sort -o`, `rg --pre` below.)
@@ -58,7 +60,8 @@ def _trap(words: list[Word], scope: Scope, cmd: Simple, appended: bool) -> Block
     args = [w for w in words[1:] if w.text not in ("--",)]
     if not args or args[0].text.startswith("-") and not args[0].quoted:
         return None  # trap -l, trap -p, trap - SIG: no code
-    if len(args) == 1 and not re.search(r"\s|;", args[0].text) and not codescan.names_git(
+    if len(args) == 1 and not any(c.isspace() or c == ";" for c in args[0].text) and \
+            not codescan.names_git(
             args[0].text):
         return None  # `trap SIG` resets it
     return follow_code(args[0], words, scope, "trap")
@@ -233,7 +236,7 @@ def _make(words: list[Word], scope: Scope, cmd: Simple, appended: bool) -> Block
         elif t.startswith(("--file=", "--makefile=")):
             value = Word(t.split("=", 1)[1], dynamic=w.dynamic)
         if value is not None and (value.dynamic or value.text in ("-", "/dev/stdin") or
-                                  re.match(r"/dev/fd/|/proc/", value.text)):
+                                  value.text.startswith(("/dev/fd/", "/proc/"))):
             return _block(words, "a makefile on stdin or from an expansion cannot be read, "
                           "and its recipes run commands", "write the makefile to a file and "
                           "name it, or run the commands directly")

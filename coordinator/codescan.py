@@ -14,15 +14,17 @@ Before looking, the text is normalised the way the languages would join it: esca
 
 from __future__ import annotations
 
-import re
-
 from hunkwise.coordinator.shell import LazyRe
 
-# git as a program name: not inside a longer identifier (digit, github, .gitignore, git_x).
-GIT_TOKEN = re.compile(r"(?<![A-Za-z0-9_.])git(?![A-Za-z0-9_])")
-_ESCAPES = re.compile(r"\\(x[0-9A-Fa-f]{2}|u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|[0-7]{1,3}|[A-Za-z])")
-_JOIN_OPS = re.compile(r"""['"]\s*(?:\+|\.|\.\.|\|\|)?\s*['"]""")
-_JOIN = re.compile(r"""['"]\s*,?\s*['"]""")
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import re
+
+_ESCAPES = LazyRe(r"\\(x[0-9A-Fa-f]{2}|u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|[0-7]{1,3}|[A-Za-z])")
+_JOIN_OPS = LazyRe(r"""['"]\s*(?:\+|\.|\.\.|\|\|)?\s*['"]""")
+_JOIN = LazyRe(r"""['"]\s*,?\s*['"]""")
+_REACH = LazyRe(r"\bGIT_|\bcoord\b")
+_WORD = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 _CAN_RUN = LazyRe(
     r"\b(system|popen\w*|subprocess|spawn\w*|exec\w*|fork\w*|pty|eval|compile|__import__|"
     r"importlib|ctypes|getattr|qx|readpipe|Open3|child_process|shell_exec|passthru|"
@@ -74,14 +76,40 @@ def readings(text: str) -> list[str]:
     return out
 
 
+def _git_token(text: str) -> bool:
+    """git as a program name: not inside a longer identifier (digit, github, .gitignore,
+    git_x); `(?<![A-Za-z0-9_.])git(?![A-Za-z0-9_])` without the regular expression engine."""
+    i = text.find("git")
+    while i >= 0:
+        before = text[i - 1] if i else ""
+        after = text[i + 3:i + 4]
+        if (not before or (before not in _WORD and before != ".")) and \
+                (not after or after not in _WORD):
+            return True
+        i = text.find("git", i + 1)
+    return False
+
+
+_JOINERS = frozenset("'\"+.|,")
+
+
 def names_git(text: str) -> bool:
-    return any(GIT_TOKEN.search(t) for t in readings(text))
+    if "\\" not in text:
+        if _git_token(text):
+            return True  # no escape to decode: the text itself is the first reading
+        if "'" not in text and '"' not in text:
+            return False  # nothing to decode or join: the text is its only reading
+        # A reading only drops quotes, white space and `+ . .. || ,` between literals: where
+        # the letters g, i, t never follow each other across those, no reading names git.
+        if "git" not in "".join(c for c in text if not (c.isspace() or c in _JOINERS)):
+            return False
+    return any(_git_token(t) for t in readings(text))
 
 
 def may_reach_git(text: str) -> bool:
     """A script that names git, a GIT_ variable or coord may reach them; one that names none
     cannot by itself."""
-    return names_git(text) or re.search(r"\bGIT_|\bcoord\b", text) is not None
+    return names_git(text) or _REACH.search(text) is not None
 
 
 def opaque_verdict(code: str) -> str | None:

@@ -3,8 +3,6 @@ pipes, sed's `e`) and to write files (`print > "f"`, `w f`, in-place editing).""
 
 from __future__ import annotations
 
-import re
-
 from hunkwise.coordinator.gitallow import DIRECT, Blocked
 from hunkwise.coordinator.programs import Scope, _block
 from hunkwise.coordinator.runners import _script_arg
@@ -12,6 +10,7 @@ from hunkwise.coordinator.shell import LazyRe, Simple, Word
 
 _AWK_RUNS = LazyRe(r"\bsystem\s*\(|\|\s*&?\s*getline|\|&|\b(print|printf)\b[^;{}\n]*"
                        r"(?<!\|)\|(?!\|)")
+_AWK_WRITES = LazyRe(r'>>?\s*"([^"]+)"')
 
 
 def awk(words: list[Word], scope: Scope, cmd: Simple, appended: bool) -> Blocked | None:
@@ -51,7 +50,7 @@ def awk(words: list[Word], scope: Scope, cmd: Simple, appended: bool) -> Blocked
             return _block(words, "this awk program can run commands (`system()`, a pipe to or "
                           "from a command)" if m else "an awk program built from expansions "
                           "cannot be read", "filter with awk, and run any command directly")
-        for target in re.findall(r'>>?\s*"([^"]+)"', p.text):
+        for target in _AWK_WRITES.findall(p.text):
             shellwrites.record([Word(target)], scope, words)
     if inplace:
         shellwrites.record(words[i:], scope, words)

@@ -7,17 +7,30 @@ read-only commands (`diff --output`) are refused in every abbreviation too.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from hunkwise.coordinator.shell import LazyRe, Record, Word
 
-from hunkwise.coordinator.shell import LazyRe, Word
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # (no `typing` or `re` at run time: a hook call pays for each)
+    from collections.abc import Callable, Sequence
+    from typing import Any
+
+_LOWER = frozenset("abcdefghijklmnopqrstuvwxyz")
 
 
-class Blocked(NamedTuple):
-    what: str  # the command or write, as shown to the agent
-    why: str
-    instead: str
+def _letters(a: str) -> bool:
+    """`-[a-z]+`: a cluster of short options."""
+    return len(a) > 1 and a[0] == "-" and all(c in _LOWER for c in a[1:])
+
+
+class Blocked(Record):
+    """Why a command or a write is refused, and what to do instead."""
+
+    __slots__ = ("what", "why", "instead")
+
+    def __init__(self, what: str, why: str, instead: str) -> None:
+        self.what = what  # the command or write, as shown to the agent
+        self.why = why
+        self.instead = instead
 
     def message(self) -> str:
         return (f"hunkwise blocked `{self.what}`: {self.why}. Instead: {self.instead}. "
@@ -222,7 +235,7 @@ def _stash(args: list[str]) -> str | None:
 
 def _listing(flags: set[str], value_flags: set[str], eq_flags: set[str]) -> Any:
     """A checker for `branch` and `tag`: listing passes; a name without --list creates one."""
-    letters = {f[1] for f in flags if re.fullmatch(r"-[a-z]", f)}
+    letters = {f[1] for f in flags if len(f) == 2 and _letters(f)}
 
     def check(args: list[str]) -> str | None:
         listing = "-l" in args or "--list" in args or any(
@@ -235,8 +248,8 @@ def _listing(flags: set[str], value_flags: set[str], eq_flags: set[str]) -> Any:
                 i += 2
                 continue
             if (a in flags or ("=" in a and a.split("=", 1)[0] in value_flags | eq_flags)
-                    or ("n" in letters and re.fullmatch(r"-n\d+", a))
-                    or (re.fullmatch(r"-[a-z]+", a) and set(a[1:]) <= letters)):
+                    or ("n" in letters and a.startswith("-n") and a[2:].isdecimal())
+                    or (_letters(a) and set(a[1:]) <= letters)):
                 i += 1
                 continue
             if a.startswith("-") or not listing:
@@ -310,7 +323,8 @@ def _apply(args: list[str]) -> str | None:
     if not any(a in _APPLY_NO_WRITE for a in args):
         return "blocked"
     for a in args:
-        if a.startswith("-") and not (a in _APPLY_FLAGS or re.fullmatch(r"-[pC]\d+", a) or
+        if a.startswith("-") and not (a in _APPLY_FLAGS or
+                                      (a[1:2] in ("p", "C") and a[2:].isdecimal()) or
                                       a.split("=", 1)[0] in ("--whitespace", "--exclude",
                                                              "--include", "--directory")):
             return "blocked"
@@ -325,7 +339,7 @@ def _clean(args: list[str]) -> str | None:
                 return "blocked"
         elif a.startswith("-"):
             flags = a[1:].split("e", 1)[0]  # -e takes a value: `-en` excludes "n"
-            if not re.fullmatch(r"[ndfxXq]*", flags):
+            if not set(flags) <= set("ndfxXq"):
                 return "blocked"  # -i (interactive) among them
             dry = dry or "n" in flags
     return None if dry else "blocked"

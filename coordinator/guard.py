@@ -19,15 +19,16 @@ The coordinator's own session (`HUNKWISE_COORDINATOR=1`, or a session of role `c
 
 from __future__ import annotations
 
-import json
 import os
-import shlex
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
 
 from hunkwise.coordinator.gitallow import Blocked
+from hunkwise.shared import fastjson
 
-if TYPE_CHECKING:
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # (no `typing`, `re` or `json` at run time: a hook call pays for each)
+    from collections.abc import Mapping, Sequence
+    from typing import Any
+
     from hunkwise.coordinator.programs import Scope, Write
     from hunkwise.shared.state.models import Grant
 
@@ -235,15 +236,21 @@ def _refuse(what: str) -> tuple[int, str]:
                "as an agent's PreToolUse hook")
 
 
-def guard(stdin_text: str, env: Mapping[str, str] | None = None) -> tuple[int, str]:
-    """A PreToolUse hook: (exit code, message). Exit 2 blocks the tool call."""
+_UNREAD: Any = object()
+
+
+def guard(stdin_text: str, env: Mapping[str, str] | None = None,
+          data: Any = _UNREAD) -> tuple[int, str]:
+    """A PreToolUse hook: (exit code, message). Exit 2 blocks the tool call. `data` is the
+    payload when the caller has parsed `stdin_text` already (None: it is no JSON)."""
     env = os.environ if env is None else env
     if is_coordinator(env):
         return 0, ""
-    try:
-        data = json.loads(stdin_text)
-    except ValueError:
-        data = None
+    if data is _UNREAD:
+        try:
+            data = fastjson.loads(stdin_text)
+        except (ValueError, RecursionError):
+            data = None
     if not isinstance(data, dict):
         return _refuse("the tool call on stdin is not a JSON object")
     tool = data.get("tool_name")
@@ -259,6 +266,8 @@ def guard(stdin_text: str, env: Mapping[str, str] | None = None) -> tuple[int, s
     if tool in SHELL_TOOLS:
         cmd = ti.get("command")
         if isinstance(cmd, list) and cmd and all(isinstance(a, str) for a in cmd):
+            import shlex
+
             cmd = shlex.join(cmd)
         if not isinstance(cmd, str):
             return _refuse(f"a {tool} call without a command string")
@@ -334,7 +343,7 @@ def _held_light(where: str, session: str) -> list[tuple[str, list[Any]]] | None:
     with json alone; None when it is not the plain document of LIGHT_STATE_VERSION."""
     try:
         with open(os.path.join(where, "state.json"), "rb") as f:
-            doc = json.loads(f.read())
+            doc = fastjson.loads(f.read())
         if not isinstance(doc, dict) or doc.get("version") != LIGHT_STATE_VERSION:
             return None
         out: list[tuple[str, list[Any]]] = []

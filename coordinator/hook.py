@@ -21,14 +21,18 @@ The payload is read whole, whatever its size.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # paths are os.path strings until a call needs git: pathlib costs ms
+from hunkwise.shared import fastjson
+
+# Paths are os.path strings until a call needs git, and neither `typing`, `re`, `json` nor
+# pathlib is imported on the way of a plain call: each costs every tool call milliseconds.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
     from pathlib import Path
+    from typing import Any
 
 SHELLS = {"Bash", "PowerShell", "Monitor", "shell", "local_shell", "exec_command",
           "shell_command", "container.exec"}
@@ -62,7 +66,7 @@ def run(event: str, raw: bytes, env: Mapping[str, str]) -> Result:
 
 def _payload(text: str) -> dict[str, Any] | None:
     try:
-        data = json.loads(text)
+        data = fastjson.loads(text)
     except (ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) else None
@@ -114,10 +118,11 @@ _TREE_UNTOUCHED = {"status", "inbox", "diff", "index", "signals", "decisions", "
 def _leaves_the_tree(command: Any) -> bool:
     """Is this shell line one plain `coord SUB ...` of `_TREE_UNTOUCHED` (no other command,
     no redirection, no substitution)?"""
+    if not isinstance(command, str) or "coord" not in command or \
+            any(c in command for c in ";&|<>`$()\n\\"):
+        return False
     import shlex
 
-    if not isinstance(command, str) or any(c in command for c in ";&|<>`$()\n\\"):
-        return False
     try:
         words = shlex.split(command)
     except ValueError:
@@ -173,7 +178,7 @@ def _bracketed(text: str, env: Mapping[str, str]) -> tuple[dict[str, Any], Any, 
 def pre(text: str, env: Mapping[str, str]) -> Result:
     from hunkwise.coordinator import guard
 
-    code, message = guard.guard(text, env)
+    code, message = guard.guard(text, env, _payload(text))
     if code != 0:
         return code, "", message
     found = _bracketed(text, env)
@@ -269,7 +274,7 @@ def post(text: str, env: Mapping[str, str]) -> Result:
     doc = {"systemMessage": message,
            "hookSpecificOutput": {"hookEventName": event if event == "PostToolUseFailure"
                                   else "PostToolUse", "additionalContext": message}}
-    return 0, json.dumps(doc) + "\n", ""
+    return 0, fastjson.dumps(doc) + "\n", ""
 
 
 def _grants(top: Path, root: str, session: str) -> list[Any]:
@@ -320,14 +325,19 @@ def _patch_changes(patch: str) -> dict[str, tuple[list[bytes], list[bytes]]]:
 def _changed(new: str | bytes, old: str | bytes) -> tuple[list[bytes], list[bytes]]:
     """The lines `new` has that `old` has not, and those it lost (counted): a context
     line an Edit's new_string repeats from its old_string is neither."""
-    from collections import Counter
-
-    def lines(t: str | bytes) -> Counter[bytes]:
+    def lines(t: str | bytes) -> dict[bytes, int]:
         b = t.encode("utf-8", "replace") if isinstance(t, str) else t
-        return Counter(b.split(b"\n"))
+        counts: dict[bytes, int] = {}
+        for ln in b.split(b"\n"):
+            counts[ln] = counts.get(ln, 0) + 1
+        return counts
+
+    def minus(a: dict[bytes, int], b: dict[bytes, int]) -> list[bytes]:
+        # Counter's a - b, then its elements(): in a's order, each as often as it is left
+        return [ln for ln, k in a.items() for _ in range(k - b.get(ln, 0))]
 
     n, o = lines(new), lines(old)
-    return list((n - o).elements()), list((o - n).elements())
+    return minus(n, o), minus(o, n)
 
 
 def _note_tool(top: str, root: str, session: str, tool: Any, ti: Mapping[str, Any],
@@ -368,7 +378,7 @@ def _note_tool(top: str, root: str, session: str, tool: Any, ti: Mapping[str, An
     for p, (added, removed) in changed.items():
         rel = _rel(top, p, data)
         if rel is not None and (added or removed):
-            provenance.note(_path(root), session, rel, added, removed)
+            provenance.note(root, session, rel, added, removed)
 
 
 # ---- ConfigChange (Claude Code) -----------------------------------------------------------

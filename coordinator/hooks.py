@@ -18,6 +18,7 @@ import os
 import shlex
 import stat
 import sys
+import sysconfig
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -321,16 +322,35 @@ def _interpreter() -> str:
     return str(Path(sys.executable).absolute())
 
 
+def import_path() -> list[str]:
+    """The folders this installation imports hunkwise and its dependencies from, beyond
+    the interpreter's own library: the hook runs without `site` (-S), which would spend
+    milliseconds of every tool call finding them again (and running every `.pth`)."""
+    stdlib = {os.path.realpath(p) for p in (sysconfig.get_paths()["stdlib"],
+                                             sysconfig.get_paths()["platstdlib"])}
+    out: list[str] = []
+    for p in sys.path:
+        if not p or not os.path.isabs(p) or p.endswith(".zip") or p in out:
+            continue
+        real = os.path.realpath(p)
+        if real in stdlib or os.path.basename(real) == "lib-dynload":
+            continue
+        out.append(p)
+    return out
+
+
 def hook_command(arg: str) -> str:
     """The shell command of one hook: the interpreter of this installation runs the hook
-    module isolated (-I: no PYTHONPATH or current folder can shadow it); a missing
-    interpreter or package, or any failure but a verdict, blocks with exit 2."""
+    module isolated (-I: no PYTHONPATH or current folder can shadow it) and without `site`
+    (-S: the folders it imports from are written in); a missing interpreter or package,
+    or any failure but a verdict, blocks with exit 2."""
     py = shlex.quote(_interpreter())
     why = ("hunkwise: the agent hook could not run (exit $rc); the call is blocked: run coord "
            "install-hooks again from a working installation")
     # -c rather than -m: runpy's import costs every call milliseconds.
-    run = shlex.quote(f"import sys; from {HOOK_MODULE} import main; sys.exit(main())")
-    return (f"{py} -I -c {run} {arg}; rc=$?; "
+    run = shlex.quote(f"import sys; sys.path += {import_path()!r}; "
+                      f"from {HOOK_MODULE} import main; sys.exit(main())")
+    return (f"{py} -I -S -c {run} {arg}; rc=$?; "
             f'[ $rc -eq 0 ] || [ $rc -eq 2 ] || {{ echo "{why}" >&2; exit 2; }}; exit $rc')
 
 

@@ -24,22 +24,36 @@ collected in `Scope.writes` for the guard to judge against the session's grants
 from __future__ import annotations
 
 import os
-import re
-import shutil
-from collections.abc import Callable, Mapping
-from typing import NamedTuple
 
 from hunkwise.coordinator import codescan
 from hunkwise.coordinator.gitallow import DIRECT, PAGERS, Blocked, check_git
-from hunkwise.coordinator.shell import Record, Simple, Unparsable, Word, lex, simple_commands
+from hunkwise.coordinator.shell import (
+    LazyRe,
+    Record,
+    Simple,
+    Unparsable,
+    Word,
+    lex,
+    simple_commands,
+)
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # (no `typing`, `re` or `shutil` at run time: a hook call pays for each)
+    from collections.abc import Callable, Mapping
 
 
-class Write(NamedTuple):
-    path: str  # as the command names it, joined to the directory it runs in when known
-    what: str  # the command, as shown to the agent
-    tree: bool = False  # a directory: every file under it
-    formatter: str = ""  # the formatter that rewrites it, if one does
-    judged: bool = True  # False: some files under it, unknown which (only protection applies)
+class Write(Record):
+    """A file (or a tree) a command line writes."""
+
+    __slots__ = ("path", "what", "tree", "formatter", "judged")
+
+    def __init__(self, path: str, what: str, tree: bool = False, formatter: str = "",
+                 judged: bool = True) -> None:
+        self.path = path  # as the command names it, joined to the directory it runs in
+        self.what = what  # the command, as shown to the agent
+        self.tree = tree  # a directory: every file under it
+        self.formatter = formatter  # the formatter that rewrites it, if one does
+        self.judged = judged  # False: some files under it, unknown which (protection only)
 
 
 class Scope(Record):
@@ -68,7 +82,8 @@ class Scope(Record):
         return os.path.normpath(joined)
 
 
-Judge = Callable[[list[Word], Scope, Simple, bool], Blocked | None]
+if TYPE_CHECKING:
+    Judge = Callable[[list[Word], Scope, Simple, bool], Blocked | None]
 SHOWN = 120
 
 
@@ -85,7 +100,9 @@ def _block(words: list[Word], why: str, instead: str = DIRECT) -> Blocked:
 _KEYWORDS = {"!", "{", "}", "then", "do", "else", "elif", "if", "while", "until", "[[", "]]",
              "coproc"}
 _NO_COMMAND = {"for", "case", "select", "in", "esac", "fi", "done"}
-_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\[[^]]*\])?\+?=")
+_ASSIGN = LazyRe(r"^[A-Za-z_][A-Za-z0-9_]*(\[[^]]*\])?\+?=")
+_SUBSCRIPT = LazyRe(r"\[.*$")
+_SEPARATORS = LazyRe(r"[\s;&|]")
 READ_TREE = ("run the commands directly, each on its own, so the guard can read them")
 
 
@@ -118,6 +135,8 @@ def check_line(command: str, scope: Scope, opaque_fallback: bool = False) -> Blo
 
 def is_assignment(w: Word) -> bool:
     """NAME=value, with NAME and `=` unquoted (`'A=1' cmd` runs a program named A=1)."""
+    if "=" not in w.text:
+        return False
     m = _ASSIGN.match(w.text)
     return m is not None and (w.plain < 0 or m.end() <= w.plain)
 
@@ -169,7 +188,9 @@ _GIT_LINE_ENV = {"PATH", "HOME", "XDG_CONFIG_HOME", "EDITOR", "VISUAL", "LD_LIBR
 def env_danger(word: Word, scope: Scope, words: list[Word]) -> Blocked | None:
     """Why setting (or exporting) this variable is refused: NAME=value or a bare NAME."""
     name, eq, value = word.text.partition("=")
-    name = re.sub(r"\[.*$", "", name.rstrip("+"))
+    name = name.rstrip("+")
+    if "[" in name:
+        name = _SUBSCRIPT.sub("", name)
     bad = ""
     if name in _PAGER_ENV:
         if not eq or word.dynamic or value not in PAGERS:
@@ -202,7 +223,8 @@ BUILTINS = {"cd", "echo", "printf", "read", "test", "[", "true", "false", "pwd",
 
 def _git_binaries() -> list[tuple[str, int]]:
     if not _GIT_BINARIES:
-        for p in (shutil.which("git"), "/usr/bin/git", "/usr/lib/git-core/git"):
+        for p in (which("git", os.environ.get("PATH", os.defpath)), "/usr/bin/git",
+                  "/usr/lib/git-core/git"):
             if p and os.path.exists(p):
                 real = os.path.realpath(p)
                 if all(real != r for r, _s in _GIT_BINARIES):
@@ -235,6 +257,22 @@ def git_named(text: str) -> bool:
     return base == "git" or base.startswith("git-") or base == "scalar"
 
 
+def which(name: str, path: str) -> str | None:
+    """`shutil.which(name, path=path)` for a bare name (shutil costs a hook call its import):
+    the first executable file of that name in the folders of `path`."""
+    if not path:
+        return None
+    seen = set()
+    for d in path.split(os.pathsep):
+        if d in seen:
+            continue
+        seen.add(d)
+        p = os.path.join(d, name)
+        if os.path.exists(p) and os.access(p, os.X_OK) and not os.path.isdir(p):
+            return p
+    return None
+
+
 def resolve(name: str, scope: Scope) -> str | None:
     """The real path of the file this command name runs, when it can be found."""
     if "/" in name:
@@ -244,7 +282,7 @@ def resolve(name: str, scope: Scope) -> str | None:
     elif name in BUILTINS:
         return None
     else:
-        path = shutil.which(name, path=scope.env.get("PATH", os.defpath)) or ""
+        path = which(name, scope.env.get("PATH", os.defpath)) or ""
         if not path:
             return None
     return os.path.realpath(path) if os.path.exists(path) else None
@@ -352,7 +390,7 @@ def unknown(words: list[Word], scope: Scope, cmd: Simple,
             if inner is not None:
                 return _block(words, f"{who}, and it could run `{inner.what}` ({inner.why})",
                               DIRECT)
-        elif (w.dynamic or re.search(r"[\s;&|]", w.text)) and codescan.names_git(w.text):
+        elif (w.dynamic or _SEPARATORS.search(w.text)) and codescan.names_git(w.text):
             return _block(words, f"{who}, and its argument `{w.text[:60]}` looks like a command "
                           "that runs git", DIRECT)
     return None

@@ -4,14 +4,10 @@ arguments are only data. programs.py resolves each simple command to one of thes
 
 from __future__ import annotations
 
-import re
-from typing import NamedTuple
-
 from hunkwise.coordinator import codescan
 from hunkwise.coordinator.gitallow import DIRECT, Blocked
 from hunkwise.coordinator.programs import (
     READ_TREE,
-    Judge,
     Scope,
     _block,
     check_line,
@@ -19,8 +15,12 @@ from hunkwise.coordinator.programs import (
     judge_argv,
     shown,
 )
-from hunkwise.coordinator.shell import Simple, Word
+from hunkwise.coordinator.shell import LazyRe, Record, Simple, Word
 from hunkwise.coordinator.wrappers import WRAPPERS, S, Spec, _parse
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from hunkwise.coordinator.programs import Judge
 
 
 def wrapper(spec: Spec, start: int = 1) -> Judge:
@@ -77,6 +77,8 @@ def _produced(cmd: Simple | None) -> str | None:
     """What an `echo` or `printf` of literal words writes to the pipe, when it can be told."""
     if cmd is None or not cmd.words or any(w.dynamic for w in cmd.words):
         return None
+    import re
+
     prog, args = cmd.words[0].text, [w.text for w in cmd.words[1:]]
     if prog == "echo":
         while args and re.fullmatch(r"-[neE]+", args[0]):
@@ -126,8 +128,8 @@ def follow_stdin(words: list[Word], scope: Scope, cmd: Simple, name: str,
     return None if why is None else _block(words, f"the code `{name}` reads: {why}", READ_TREE)
 
 
-_STDIN_PATHS = re.compile(r"^(-|/dev/stdin|/dev/fd/0|/proc/self/fd/0)$")
-_FD_PATHS = re.compile(r"^(/dev/fd/|/proc/[^/]+/fd/)")
+_STDIN_PATHS = LazyRe(r"^(-|/dev/stdin|/dev/fd/0|/proc/self/fd/0)$")
+_FD_PATHS = LazyRe(r"^(/dev/fd/|/proc/[^/]+/fd/)")
 
 
 def _script_arg(w: Word, words: list[Word], scope: Scope, cmd: Simple, name: str,
@@ -152,6 +154,8 @@ def _script_arg(w: Word, words: list[Word], scope: Scope, cmd: Simple, name: str
         return None
     real = os.path.realpath(path)
     if lang == "shell":
+        import re
+
         if re.search(r"/bin/activate(\.sh)?$", real) and os.path.isfile(
                 os.path.join(os.path.dirname(os.path.dirname(real)), "pyvenv.cfg")):
             return None  # a virtualenv's activate script: sets PATH and a prompt
@@ -218,12 +222,18 @@ def shell(words: list[Word], scope: Scope, cmd: Simple, appended: bool) -> Block
     return follow_stdin(words, scope, cmd, name, "shell")
 
 
-class Lang(NamedTuple):
-    code: frozenset[str]  # options whose value is code
-    values: frozenset[str]  # options taking a value
-    letters_with_value: str = ""  # short options whose value may be attached (-I dir, -Mx)
-    module: str = ""  # python's -m
-    inplace: str = ""  # the letter of in-place editing (-i): the file arguments are written
+class Lang(Record):
+    """How an interpreter takes code: its options."""
+
+    __slots__ = ("code", "values", "letters_with_value", "module", "inplace")
+
+    def __init__(self, code: frozenset[str], values: frozenset[str], letters_with_value: str = "",
+                 module: str = "", inplace: str = "") -> None:
+        self.code = code  # options whose value is code
+        self.values = values  # options taking a value
+        self.letters_with_value = letters_with_value  # short options whose value may be attached
+        self.module = module  # python's -m
+        self.inplace = inplace  # the letter of in-place editing (-i): the files are written
 
 
 def L(code: str, values: str = "", letters: str = "", module: str = "", inplace: str = "") -> Lang:
@@ -258,8 +268,12 @@ _PY_MODULES = {"pytest": "pytest", "unittest": "pytest", "pip": "pip", "mypy": "
 def lang_of(base: str) -> Lang | None:
     if base in LANGS:
         return LANGS[base]
-    m = re.fullmatch(r"(python|pypy|perl|ruby|node|php|lua)[0-9.]*(-dbg|m)?", base)
-    return LANGS.get("python" if m and m.group(1) == "pypy" else m.group(1)) if m else None
+    stem = base.removesuffix("-dbg")
+    stem = stem.removesuffix("m") if stem == base else stem
+    stem = stem.rstrip("0123456789.")
+    if stem not in ("python", "pypy", "perl", "ruby", "node", "php", "lua"):
+        return None  # (python|pypy|perl|ruby|node|php|lua)[0-9.]*(-dbg|m)?
+    return LANGS.get("python" if stem == "pypy" else stem)
 
 
 def interpreter(words: list[Word], scope: Scope, cmd: Simple, appended: bool) -> Blocked | None:

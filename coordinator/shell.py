@@ -8,7 +8,13 @@ its contents are judged too. What it cannot follow raises `Unparsable`: the guar
 
 from __future__ import annotations
 
-import re
+# `re` (and `typing`) are imported only where a rare line needs them: they cost a hook call,
+# which starts a process on every tool call of every agent, milliseconds each.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import re
+    from collections.abc import Callable
+    from typing import Any
 
 
 class Unparsable(ValueError):
@@ -25,14 +31,25 @@ class LazyRe:
 
     def _get(self) -> re.Pattern[str]:
         if self._rx is None:
+            import re
+
             self._rx = re.compile(self.pattern)
         return self._rx
 
-    def search(self, text: str) -> re.Match[str] | None:
-        return self._get().search(text)
+    def search(self, text: str, pos: int = 0) -> re.Match[str] | None:
+        return self._get().search(text, pos)
 
-    def match(self, text: str) -> re.Match[str] | None:
-        return self._get().match(text)
+    def match(self, text: str, pos: int = 0) -> re.Match[str] | None:
+        return self._get().match(text, pos)
+
+    def fullmatch(self, text: str) -> re.Match[str] | None:
+        return self._get().fullmatch(text)
+
+    def sub(self, repl: str | Callable[[re.Match[str]], str], text: str) -> str:
+        return self._get().sub(repl, text)
+
+    def findall(self, text: str) -> list[Any]:
+        return self._get().findall(text)
 
 
 class Record:
@@ -75,7 +92,23 @@ class Lexed(Record):
 
 _OPS = ("&&", "||", ";;&", ";;", ";&", "|&", ";", "|", "&", "(", ")", "\n")
 _REDIRS = ("<<<", "<<-", "<<", "<>", "<&", ">>", ">&", ">|", "&>>", "&>", "<", ">")
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-]")
+_NAME_START = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+_NAME_REST = _NAME_START | frozenset("0123456789")
+_SPECIAL = frozenset("0123456789@*#?$!-")
+
+
+def _name_end(text: str, i: int) -> int:
+    """Where the parameter name at text[i] ends (`[A-Za-z_][A-Za-z0-9_]*` or one special
+    character); i when there is none."""
+    n = len(text)
+    if i < n and text[i] in _NAME_START:
+        j = i + 1
+        while j < n and text[j] in _NAME_REST:
+            j += 1
+        return j
+    return i + 1 if i < n and text[i] in _SPECIAL else i
+_CLASS = LazyRe(r"\[[^\]]+\]")
+_BRACES = LazyRe(r"\{[^{}]*(,|\.\.)[^{}]*\}")
 
 
 def _match(text: str, i: int, opening: str, closing: str, quotes: str, what: str) -> int:
@@ -155,9 +188,9 @@ def lex(text: str) -> Lexed:
             return
         word.text = "".join(buf)
         raw = "".join(unquoted)
-        if any(c in raw for c in "*?") or re.search(r"\[[^\]]+\]", raw):
+        if any(c in raw for c in "*?") or ("[" in raw and _CLASS.search(raw)):
             word.glob = True
-        if re.search(r"\{[^{}]*(,|\.\.)[^{}]*\}", raw):
+        if "{" in raw and _BRACES.search(raw):
             word.dynamic = True  # brace expansion
         if want_delim is not None:
             pending.append((word.text, word.quoted, want_delim))
@@ -189,11 +222,11 @@ def lex(text: str) -> Lexed:
             w.dynamic = True
             buf.append(text[j:k + 1])
             return k + 1
-        m = _NAME.match(text, j + 1)
-        if m:
+        end = _name_end(text, j + 1)
+        if end > j + 1:
             w.dynamic = True
-            buf.append(text[j:m.end()])
-            return m.end()
+            buf.append(text[j:end])
+            return end
         buf.append("$")
         return j + 1
 

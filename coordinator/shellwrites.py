@@ -7,14 +7,30 @@ built from expansions is unknown here (the after-call check sees what it wrote).
 from __future__ import annotations
 
 import os
-import re
 
 from hunkwise.coordinator.gitallow import DIRECT, Blocked
 from hunkwise.coordinator.programs import Scope, Write, _block, is_git_binary, shown
 from hunkwise.coordinator.shell import Simple, Word
 
-_NOT_FILES = re.compile(r"^(/dev/(null|stdout|stderr|tty|fd/\d+)|/proc/self/fd/\d+|-)$")
+_NOT_FILES = {"-", "/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"}
+_FD_FOLDERS = ("/dev/fd/", "/proc/self/fd/")
+
+
+def _not_a_file(text: str) -> bool:
+    """A redirection target that names no file: `-`, /dev/null, a descriptor."""
+    if text in _NOT_FILES:
+        return True
+    for folder in _FD_FOLDERS:
+        if text.startswith(folder) and text[len(folder):].isdecimal():
+            return True
+    return False
+
+
+def _descriptor(text: str) -> bool:
+    """`N`, `N-` or `-`: what `>&` duplicates or closes (no file)."""
+    return text == "-" or text.removesuffix("-").isdecimal()
 _OUT = {">", ">>", ">|", "&>", "&>>", "<>"}
+_MODE_LETTERS = set("rwxXstugoa")
 
 
 def record(targets: list[Word], scope: Scope, words: list[Word], tree: bool = False,
@@ -27,7 +43,7 @@ def record(targets: list[Word], scope: Scope, words: list[Word], tree: bool = Fa
             scope.refused = _block(words or [t], f"it writes to `{t.text[:60]}`, a path built "
                                    "from git's output (the repository, its .git directory)",
                                    "name the files you write literally")
-        if t.dynamic or not t.text or _NOT_FILES.match(t.text):
+        if t.dynamic or not t.text or _not_a_file(t.text):
             continue
         path = scope.where(t.text)
         scope.made.add(path)
@@ -38,7 +54,7 @@ def record(targets: list[Word], scope: Scope, words: list[Word], tree: bool = Fa
 
 def redirections(cmd: Simple, scope: Scope) -> None:
     for op, target in cmd.redirs:
-        if op in _OUT or (op == ">&" and not re.fullmatch(r"\d+-?|-", target.text)):
+        if op in _OUT or (op == ">&" and not _descriptor(target.text)):
             record([target], scope, cmd.words or [Word(op), target])
 
 
@@ -200,7 +216,8 @@ def writer(words: list[Word], scope: Scope, cmd: Simple, appended: bool) -> Bloc
             record(sources, scope, words, tree=True)
         return None
     if name in ("chmod", "chown", "chgrp"):
-        mode_opt = any(re.fullmatch(r"-[rwxXstugoa]+", w.text) for w in args)
+        mode_opt = any(len(w.text) > 1 and w.text[0] == "-" and set(w.text[1:]) <= _MODE_LETTERS
+                       for w in args)
         targets = pos if "--reference" in opts or (name == "chmod" and mode_opt) else pos[1:]
         record(targets, scope, words, tree=recursive)
         return None

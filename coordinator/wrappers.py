@@ -4,19 +4,26 @@ command it runs can be told apart from its own options and judged in turn."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from hunkwise.coordinator.shell import Record, Word
 
-from hunkwise.coordinator.shell import Word
+_NONE: frozenset[str] = frozenset()
 
 
-class Spec(NamedTuple):
-    values: frozenset[str] = frozenset()  # options taking a value (next word or attached)
-    flags: frozenset[str] | None = None  # options without one; None: any other option
-    before: int = 0  # positional words before the command (timeout's duration)
-    appends: bool = False  # the command gets more arguments the guard cannot see
-    code: frozenset[str] = frozenset()  # options whose value is a shell command line
-    joined: bool = False  # the command words are joined and run by a shell (watch, ssh)
-    shell_flags: frozenset[str] = frozenset()  # with these, the command runs through a shell
+class Spec(Record):
+    """A wrapper's options: which take a value, which run code, where its command starts."""
+
+    __slots__ = ("values", "flags", "before", "appends", "code", "joined", "shell_flags")
+
+    def __init__(self, values: frozenset[str] = _NONE, flags: frozenset[str] | None = None,
+                 before: int = 0, appends: bool = False, code: frozenset[str] = _NONE,
+                 joined: bool = False, shell_flags: frozenset[str] = _NONE) -> None:
+        self.values = values  # options taking a value (next word or attached)
+        self.flags = flags  # options without one; None: any other option
+        self.before = before  # positional words before the command (timeout's duration)
+        self.appends = appends  # the command gets more arguments the guard cannot see
+        self.code = code  # options whose value is a shell command line
+        self.joined = joined  # the command words are joined and run by a shell (watch, ssh)
+        self.shell_flags = shell_flags  # with these, the command runs through a shell
 
 
 def S(values: str = "", flags: str | None = None, before: int = 0, appends: bool = False,

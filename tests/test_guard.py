@@ -587,3 +587,86 @@ def test_the_guard_s_light_state_reader_agrees_with_the_state_layer(make_repo, c
     # Anything but the plain current document: the state layer reads it.
     (ctx.lay.root / "state.json").write_text('{"version": 1, "tasks": {}}')
     assert guard._held_light(str(ctx.lay.root), sa) is None
+
+
+# ---- the lexer without `re`: hand-written checks equal the patterns they replace -------------
+
+def _texts(seed: int, alphabet: str, n: int = 20000, most: int = 14) -> list[str]:
+    import random
+
+    r = random.Random(seed)
+    return ["".join(r.choice(alphabet) for _ in range(r.randrange(most))) for _ in range(n)]
+
+
+def test_names_git_equals_its_regular_expressions() -> None:
+    import re
+
+    from hunkwise.coordinator import codescan
+
+    token = re.compile(r"(?<![A-Za-z0-9_.])git(?![A-Za-z0-9_])")
+
+    def reference(text: str) -> bool:
+        return any(token.search(t) for t in codescan.readings(text))
+
+    cases = _texts(1, "git '\"+.|,\\x67_-/ \tG1é\n", most=16)
+    cases += ["git", "digit", ".git", "git_x", "github", "'g'+'it'", '"g" "it"', "g\\it",
+              "$'\\x67it'", "g'i't", "'g','i','t'", "x.git", "git.", "-git-", "gi t"]
+    for text in cases:
+        assert codescan.names_git(text) == reference(text), text
+
+
+def test_interpreter_names_equal_their_regular_expression() -> None:
+    import re
+
+    from hunkwise.coordinator.runners import LANGS, lang_of
+
+    pattern = re.compile(r"(python|pypy|perl|ruby|node|php|lua)[0-9.]*(-dbg|m)?")
+
+    def reference(base: str) -> object:
+        if base in LANGS:
+            return LANGS[base]
+        m = pattern.fullmatch(base)
+        return LANGS.get("python" if m and m.group(1) == "pypy" else m.group(1)) if m else None
+
+    words = ["python", "pypy", "perl", "ruby", "node", "php", "lua", "python3.11m",
+             "python3-dbg", "python3m-dbg", "pythonmm", "nodem", "python.m", "pypy3", "mpython"]
+    words += [w + t for w in ("python", "perl", "lua", "pypy") for t in _texts(2, "0.3m-dbgx",
+                                                                              n=3000, most=6)]
+    for base in words:
+        assert lang_of(base) == reference(base), base
+
+
+def test_session_roles_and_ids_equal_their_regular_expressions() -> None:
+    import re
+
+    from hunkwise.coordinator import bracket
+    from hunkwise.shared.state import identity
+
+    def role(session: str) -> str:
+        m = re.match(r"sess-\d{8}-\d{4}-(?P<role>[^@]+)@(?P<host>.+)$", session)
+        return m["role"].split(".")[0] if m else ""
+
+    for text in ["sess-" + t for t in _texts(3, "0123456789-@.\na٣", most=24)] + [
+            "sess-20260101-1200-worker@box", "sess-20260101-1200-coord@a\n",
+            "sess-20260101-1200-a@b\n\n", "sess-２０２６０１０１-1200-a@b"]:
+        assert identity.session_role(text) == role(text), text
+    plain_id = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
+    plain = re.compile(r"[A-Za-z0-9_.@-]{1,100}")
+    for text in _texts(4, "aZ9_.-@ /é", most=8) + ["a" * 100, "a" * 101, "-x", ".x"]:
+        assert identity._plain_id(text) == bool(plain_id.fullmatch(text)), text
+        assert (bracket._digest(text) == text.replace("@", "_at_")) == bool(
+            plain.fullmatch(text) and not text.startswith(".")), text
+
+
+def test_redirection_targets_and_options_equal_their_regular_expressions() -> None:
+    import re
+
+    from hunkwise.coordinator import gitallow, shellwrites
+
+    not_files = re.compile(r"^(/dev/(null|stdout|stderr|tty|fd/\d+)|/proc/self/fd/\d+|-)$")
+    texts = _texts(5, "-/devnulfdprocsel0123١", most=18) + [
+        "-", "/dev/null", "/dev/fd/3", "/proc/self/fd/12", "/dev/fd/", "/dev/tty", "/dev/ttyS0"]
+    for text in texts:
+        assert shellwrites._not_a_file(text) == bool(not_files.match(text)), text
+        assert shellwrites._descriptor(text) == bool(re.fullmatch(r"\d+-?|-", text)), text
+        assert gitallow._letters(text) == bool(re.fullmatch(r"-[a-z]+", text)), text

@@ -320,11 +320,21 @@ def test_install_writes_every_hook_with_a_timeout_and_a_wrapper_that_fails_close
     command = pre["hooks"][0]["command"]
     py = str(Path(sys.executable).absolute())
     assert command.startswith(py)
-    # A moved virtualenv, or an interpreter without hunkwise: blocked, and said why.
-    for broken in ("/nonexistent/venv/bin/python", "/usr/bin/python3"):
-        if broken.startswith("/usr") and not os.path.exists(broken):
+    # It runs without `site` (-S), the folders it imports from written in.
+    assert " -I -S -c " in command
+    from hunkwise.coordinator.hooks import import_path
+
+    assert import_path() and all(p in command for p in import_path())
+    # A moved virtualenv (its interpreter, or the folders it imported from, gone), or an
+    # interpreter without hunkwise: blocked, and said why.
+    moved = command
+    for p in import_path():
+        moved = moved.replace(p, "/nonexistent/venv/lib")
+    for broken in (command.replace(py, "/nonexistent/venv/bin/python", 1), moved,
+                   moved.replace(py, "/usr/bin/python3", 1)):
+        if "/usr/bin/python3" in broken and not os.path.exists("/usr/bin/python3"):
             continue
-        r = subprocess.run(command.replace(py, broken, 1), shell=True, cwd=repo, check=False,
+        r = subprocess.run(broken, shell=True, cwd=repo, check=False,
                            input=b"{}", capture_output=True, env=env_of())
         assert r.returncode == 2 and b"could not run" in r.stderr, (broken, r.stderr)
 
@@ -497,3 +507,47 @@ def test_the_coordinator_s_coord_watch_leaves_the_workers_put_back_on(
     assert hook.run("pre", discard, boss)[0] == 0
     now = time.time()
     assert bracket.overlapping(root, "someone else", now, now)[0] is True
+
+
+# ---- what a hook call costs: the modules it imports ------------------------------------
+
+# Each costs every tool call milliseconds (re with enum and functools ~6 ms, typing ~4 ms,
+# json, pathlib, shutil ~2 ms each, against ~8 ms for the bare interpreter): a plain shell
+# line and an Edit inside the grants need none of them.
+HEAVY = ("re", "typing", "enum", "json", "shutil", "shlex", "pathlib", "subprocess",
+         "dataclasses", "tempfile", "functools", "collections", "inspect", "click")
+
+
+@pytest.mark.parametrize("event, tool, tool_input, more", [
+    ("PreToolUse", "Bash", {"command": "ls -la src 2>/dev/null | head -n 5 && pwd"}, ()),
+    ("PreToolUse", "Bash", {"command": 'grep -rn "git stash" docs/ tests/git > a.txt 2>&1'},
+     ()),
+    ("PreToolUse", "Edit", {"file_path": "a.txt", "old_string": "a1", "new_string": "x"}, ()),
+    ("PostToolUse", "Edit", {"file_path": "a.txt", "old_string": "a1", "new_string": "x"},
+     ("hashlib",)),
+    ("PreToolUse", "Write", {"file_path": "a.txt", "content": "x\n"}, ()),
+])
+def test_a_plain_hook_call_imports_nothing_heavy(
+        make_repo: MakeRepo, coord: Cli, worker: Cli, monkeypatch: pytest.MonkeyPatch,
+        event: str, tool: str, tool_input: dict[str, Any], more: tuple[str, ...]) -> None:
+    repo, _sa, _sb = two_tasks(make_repo, coord, worker, monkeypatch)
+    ok(coord(repo, "install-hooks", "--agent", "claude"))
+    doc = json.loads((repo / ".claude" / "settings.local.json").read_text())
+    command = doc["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+    # The installed command, its module's main swapped for one that also lists the modules.
+    probe = command.replace(
+        "sys.exit(main())",
+        'code = main(); print("loaded:", *sorted(m for m in sys.modules if m.split(".")[0] in '
+        f'{json.dumps(HEAVY)}), file=sys.stderr); sys.exit(code)')
+    assert probe != command
+    # A shell line of a session that holds no task (a worker's is bracketed: it runs git).
+    body = payload(event, repo, tool, {**tool_input, **(
+        {"file_path": str(repo / tool_input["file_path"])} if "file_path" in tool_input else {})},
+        agent="not-a-worker" if tool == "Bash" else AGENT_A)
+    arg = "pre" if event == "PreToolUse" else "post"
+    r = subprocess.run(probe.replace(" pre;", f" {arg};", 1), shell=True, cwd=repo, input=body,
+                       capture_output=True, env=env_of(), check=False)
+    assert r.returncode == 0, r.stderr
+    loaded = r.stderr.decode().strip().splitlines()[-1].split()
+    assert loaded[0] == "loaded:"
+    assert [m for m in loaded[1:] if m.split(".")[0] not in more] == []

@@ -17,9 +17,10 @@ from testing.env import ROOT
 ERRORS = "shared.errors"
 ALLOWED: dict[str, set[str]] = {
     "shared.errors": set(),
+    "shared.fastjson": set(),
     "shared.proc": set(),
     "shared.git": {ERRORS},
-    "shared.state": {ERRORS, "shared.git"},
+    "shared.state": {ERRORS, "shared.git", "shared.fastjson"},
     # bytes in, owners out: knows the records it reads and the repository's context, never
     # the store that keeps them
     "shared.hunks": {ERRORS, "shared.git", "shared.state.models", "shared.state.schema",

@@ -4,17 +4,27 @@ judged write, and pay for every import."""
 
 from __future__ import annotations
 
-import functools
-import re
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # (no `typing`, `re` or `functools` at run time: the hooks pay for each)
+    from collections.abc import Callable
 
-if TYPE_CHECKING:
     from hunkwise.shared.state.models import Grant
 
+_CACHE_MAX = 4096
+_matchers: dict[str, Callable[[str], bool]] = {}
+_plains: dict[str, tuple[str, bool] | None] = {}
 
-@functools.lru_cache(maxsize=4096)
+
 def _matcher(pattern: str) -> Callable[[str], bool]:
+    found = _matchers.get(pattern)
+    if found is None:
+        if len(_matchers) >= _CACHE_MAX:
+            _matchers.clear()
+        found = _matchers[pattern] = _compile(pattern)
+    return found
+
+
+def _compile(pattern: str) -> Callable[[str], bool]:
     """A compiled matcher for one root-anchored gitignore-style pattern.
 
     pathspec turns the pattern into a regex (git's wildmatch rules); calling that regex
@@ -32,11 +42,16 @@ def _matcher(pattern: str) -> Callable[[str], bool]:
     return lambda path: bool(spec.match_file(path))
 
 
-_PLAIN = re.compile(r"[^*?\[\\]+")
-
-
-@functools.lru_cache(maxsize=4096)
 def _plain(pattern: str) -> tuple[str, bool] | None:
+    if pattern in _plains:
+        return _plains[pattern]
+    if len(_plains) >= _CACHE_MAX:
+        _plains.clear()
+    found = _plains[pattern] = _plain_shape(pattern)
+    return found
+
+
+def _plain_shape(pattern: str) -> tuple[str, bool] | None:
     """(directory or file, only what lies below it) for the two shapes most grants take:
     a literal path (`src/app.py`, `docs/`) and a literal directory's `/**`; None for
     anything else. Those two shapes are decided with string compares, exactly as
@@ -47,7 +62,7 @@ def _plain(pattern: str) -> tuple[str, bool] | None:
         p = p[:-3]
     elif p.endswith("/"):
         p, below = p[:-1], True
-    if (not p or not _PLAIN.fullmatch(p) or p[0] in "!#" or p.endswith(" ") or "//" in p
+    if (not p or any(c in p for c in "*?[\\") or p[0] in "!#" or p.endswith(" ") or "//" in p
             or any(part in (".", "..") for part in p.split("/"))):
         return None
     return p, below

@@ -16,9 +16,11 @@ nothing here imports the state layer (hooks pay for each import on every call).
 from __future__ import annotations
 
 import os
-import re
-from collections.abc import Mapping
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # (no `typing` or `re` at run time: hooks pay for each import)
+    from collections.abc import Mapping
+    from typing import Any
 
 # Paths are plain strings here (os.path): pathlib's import costs a hook call milliseconds.
 StrPath = str | os.PathLike[str]
@@ -27,7 +29,13 @@ DIR = "identities"
 # hooks' `session_id`), in the order they are looked at.
 AGENT_VARS = (("claude", "CLAUDE_CODE_SESSION_ID"), ("codex", "CODEX_THREAD_ID"))
 _MAX_ID = 200
-_PLAIN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
+_ALNUM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+_ID_REST = _ALNUM | frozenset("_.-")
+
+
+def _plain_id(text: str) -> bool:
+    """`[A-Za-z0-9][A-Za-z0-9_.-]{0,99}`, whole."""
+    return 0 < len(text) <= 100 and text[0] in _ALNUM and all(c in _ID_REST for c in text)
 
 
 def agent_identity(env: Mapping[str, str]) -> tuple[str, str] | None:
@@ -42,7 +50,7 @@ def agent_identity(env: Mapping[str, str]) -> tuple[str, str] | None:
 def _file(root: StrPath, agent_id: str) -> str:
     """The mapping's file: named after the id itself when it is a plain one (the UUIDs both
     agents use), else after its digest."""
-    if _PLAIN_ID.fullmatch(agent_id):
+    if _plain_id(agent_id):
         return os.path.join(root, DIR, agent_id)
     import hashlib
 
@@ -53,8 +61,18 @@ def _file(root: StrPath, agent_id: str) -> str:
 def session_role(session: str) -> str:
     """The role of a session id (`sess-YYYYMMDD-HHMM-<role>@<machine>`), here where the
     hooks read it without the state layer's imports (shared/state/context.py exports it)."""
-    m = re.match(r"sess-\d{8}-\d{4}-(?P<role>[^@]+)@(?P<host>.+)$", session)
-    return m["role"].split(".")[0] if m else ""
+    # `sess-\d{8}-\d{4}-(?P<role>[^@]+)@(?P<host>.+)$`, read without `re`
+    if not session.startswith("sess-"):
+        return ""
+    rest = session[5:]
+    if not (rest[:8].isdecimal() and len(rest[:8]) == 8 and rest[8:9] == "-"
+            and rest[9:13].isdecimal() and len(rest[9:13]) == 4 and rest[13:14] == "-"):
+        return ""
+    role, at, host = rest[14:].partition("@")
+    host = host.removesuffix("\n")
+    if not role or not at or not host or "\n" in host:
+        return ""
+    return role.split(".")[0]
 
 
 def record(root: StrPath, agent_id: str, session: str) -> str:

@@ -18,10 +18,16 @@ layer: the hooks run on every tool call and pay for each import.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
-from collections.abc import Collection, Iterable
-from pathlib import Path
+
+from hunkwise.shared import fastjson
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # (the hooks note provenance: no pathlib, json or typing at run time)
+    from collections.abc import Collection, Iterable
+    from pathlib import Path
+
+    StrPath = str | os.PathLike[str]
 
 FILE = "provenance.jsonl"
 # Past this size the record is pruned to the sessions still at work (`prune`).
@@ -35,7 +41,7 @@ def line_digest(line: bytes) -> str:
     return hashlib.sha256(line.rstrip(b"\r\n")).hexdigest()
 
 
-def note(root: Path, session: str, path: str, lines: Iterable[bytes],
+def note(root: StrPath, session: str, path: str, lines: Iterable[bytes],
          removed: Iterable[bytes] = ()) -> None:
     """Record that `session`'s own tool call wrote these whole lines into `path`
     (repository-relative, `/`-separated), and removed those. Only the lines the call
@@ -45,21 +51,23 @@ def note(root: Path, session: str, path: str, lines: Iterable[bytes],
     gone = sorted(line_digest(ln) for ln in removed)
     if not wrote and not gone:
         return
-    root.mkdir(parents=True, exist_ok=True)
-    fd = os.open(root / FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    os.makedirs(root, exist_ok=True)
+    fd = os.open(os.path.join(root, FILE), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         for i in range(0, max(len(wrote), len(gone)), _CHUNK):
             rec: dict[str, object] = {"session": session, "path": path,
                                       "lines": wrote[i:i + _CHUNK]}
             if gone[i:i + _CHUNK]:
                 rec["removed"] = gone[i:i + _CHUNK]
-            os.write(fd, (json.dumps(rec, separators=(",", ":")) + "\n").encode())
+            os.write(fd, (fastjson.dumps(rec) + "\n").encode())
     finally:
         os.close(fd)
 
 
 def root_of(repo: Path) -> Path:
     """The state directory of `repo` (as the store lays it out), without the store."""
+    from pathlib import Path
+
     env = os.environ.get("COORD_DIR")
     if env:
         return Path(env).resolve()
@@ -93,15 +101,16 @@ def _read(root: Path, paths: Collection[str] | None = None) -> tuple[Table, Tabl
     wrote: Table = {}
     gone: Table = {}
     try:
-        data = (root / FILE).read_bytes()
+        with open(os.path.join(root, FILE), "rb") as f:
+            data = f.read()
     except OSError:
         return wrote, gone
     for raw in data.split(b"\n"):
         if not raw:
             continue
         try:
-            rec = json.loads(raw)
-        except ValueError:
+            rec = fastjson.loads(raw)
+        except (ValueError, RecursionError):
             continue
         if not isinstance(rec, dict):
             continue
@@ -128,7 +137,7 @@ def evidence(root: Path, task_of: dict[str, str], paths: Collection[str] | None 
     wrote}, {task: lines its sessions removed}), sessions mapped to tasks by `task_of`; a
     session of no active task (the coordinator's, a finished task's) counts as someone
     else's. The record is read once."""
-    if not (root / FILE).exists():
+    if not os.path.exists(os.path.join(root, FILE)):
         return {}
     wrote, gone = _read(root, paths)
     out: dict[str, dict[str, tuple[dict[str, int], dict[str, int]]]] = {}
@@ -189,8 +198,8 @@ def prune(root: Path, live: Collection[str], at: int = PRUNE_AT) -> int:
         if not raw:
             continue
         try:
-            rec = json.loads(raw)
-        except ValueError:
+            rec = fastjson.loads(raw)
+        except (ValueError, RecursionError):
             dropped += 1
             continue
         if isinstance(rec, dict) and rec.get("session") in live:
