@@ -31,8 +31,9 @@ from hunkwise.shared import fastjson
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # call records are plain os.path strings: no pathlib on every hook call
     from collections.abc import Mapping, Sequence
-    from pathlib import Path
     from typing import Any
+
+    StrPath = str | os.PathLike[str]
 
 CALLS = "calls"
 CALL_REFS = "refs/hunkwise/calls"
@@ -45,7 +46,7 @@ Key = list[int]  # (inode, size, mtime_ns)
 Entry = tuple[str, str]  # (mode, blob id)
 
 
-def _key(full: Path) -> Key | None:
+def _key(full: str) -> Key | None:
     try:
         st = os.lstat(full)
     except OSError:
@@ -79,12 +80,13 @@ class Dirty:
         self.present = present
 
 
-def status(repo: Path) -> dict[str, Dirty]:
+def status(repo: StrPath) -> dict[str, Dirty]:
     """Every path whose working-tree file differs from the index, by git's own stat-data
-    comparison (porcelain v2, untracked files listed one by one)."""
-    from hunkwise.shared import git
+    comparison (porcelain v2, untracked files listed one by one). Run without the door's
+    imports (gitspawn): a worker's every shell call runs it twice."""
+    from hunkwise.shared import gitspawn
 
-    out = git.run(repo, "status", "--porcelain=v2", "-z", "--untracked-files=all",
+    out = gitspawn.run(os.fspath(repo), "status", "--porcelain=v2", "-z", "--untracked-files=all",
                   "--no-renames", "--ignore-submodules=all")
     found: dict[str, Dirty] = {}
     for rec in out.split(b"\0"):
@@ -105,13 +107,17 @@ def status(repo: Path) -> dict[str, Dirty]:
     return found
 
 
-def _hash(repo: Path, paths: Sequence[str]) -> dict[str, str | None]:
+def _hash(repo: StrPath, paths: Sequence[str]) -> dict[str, str | None]:
+    if not paths:
+        return {}
+    from pathlib import Path
+
     from hunkwise.shared.git import worktree
 
-    return worktree.current_oids(repo, list(paths), write=True) if paths else {}
+    return worktree.current_oids(Path(repo), list(paths), write=True)
 
 
-def _mode(full: Path) -> str:
+def _mode(full: str) -> str:
     try:
         st = os.lstat(full)
     except OSError:
@@ -296,7 +302,7 @@ def overlapping(root: str, who: str, start: float, end: float) -> tuple[bool, se
 
 # ---- before a shell call ------------------------------------------------------------------
 
-def before(repo: Path, root: str, session: str) -> dict[str, Any]:
+def before(repo: StrPath, root: str, session: str) -> dict[str, Any]:
     """The tree's uncommitted state before a shell call: {path: [mode, oid, key] or None
     (deleted)} of every path that differs from the index. Blobs are stored and the record
     kept reachable under refs/hunkwise/calls/ (only when it differs from this session's
@@ -315,13 +321,13 @@ def before(repo: Path, root: str, session: str) -> dict[str, Any]:
         if not dy.present:
             rec[path] = None
             continue
-        key = _key(repo / path)
+        key = _key(os.path.join(repo, path))
         prev = last.get(path)
         if isinstance(prev, list) and len(prev) == 3 and prev[2] == key:
             rec[path] = prev  # stat unchanged since the last record: same blob
         else:
             todo.append(path)
-            rec[path] = [_mode(repo / path), None, key]
+            rec[path] = [_mode(os.path.join(repo, path)), None, key]
     for path, oid in _hash(repo, todo).items():
         if oid is None:
             rec[path] = None
@@ -334,10 +340,11 @@ def before(repo: Path, root: str, session: str) -> dict[str, Any]:
     return rec
 
 
-def _keep(repo: Path, session: str, rec: Mapping[str, Any], ref: str | None = None) -> str:
+def _keep(repo: StrPath, session: str, rec: Mapping[str, Any], ref: str | None = None) -> str:
     """A tree of the uncommitted files, written through a throwaway index, kept under
     refs/hunkwise/calls/<session digest> (or `ref`): the objects survive `git gc`."""
     import tempfile
+    from pathlib import Path
 
     from hunkwise.shared import git
 
@@ -348,7 +355,7 @@ def _keep(repo: Path, session: str, rec: Mapping[str, Any], ref: str | None = No
     try:
         env = {"GIT_INDEX_FILE": index, "HUNKWISE_COORDINATOR": "1"}
         git.run(repo, "update-index", "-z", "--add", "--index-info",
-                input=git.index_info(entries, repo), env=env)
+                input=git.index_info(entries, Path(repo)), env=env)
         tree = git.run(repo, "write-tree", env=env).decode().strip()
         git.run(repo, "update-ref", ref or f"{CALL_REFS}/{_digest(session)}", tree, env=env)
     finally:
@@ -399,10 +406,8 @@ class Outcome:
         return "\n".join(out)
 
 
-def changes(repo: Path, rec: Mapping[str, Any]) -> list[Change]:
+def changes(repo: StrPath, rec: Mapping[str, Any]) -> list[Change]:
     """What changed in the tree since the before-record `rec`."""
-    from hunkwise.shared import git
-
     now = status(repo)
     out: list[Change] = []
     rehash: list[str] = []
@@ -427,11 +432,13 @@ def changes(repo: Path, rec: Mapping[str, Any]) -> list[Change]:
                 out.append(Change(path, None, None))
         elif not n.present:
             out.append(Change(path, (b[0], b[1]), None))
-        elif _key(repo / path) != b[2]:
+        elif _key(os.path.join(repo, path)) != b[2]:
             rehash.append(path)
             out.append(Change(path, (b[0], b[1]), None))
     oids = _hash(repo, rehash)
     if clean_now:
+        from hunkwise.shared import git
+
         listed = git.run(repo, "ls-files", "-s", "-z", "--", *clean_now,
                          env={"GIT_LITERAL_PATHSPECS": "1"})
         for line in listed.split(b"\0"):
@@ -449,18 +456,20 @@ def changes(repo: Path, rec: Mapping[str, Any]) -> list[Change]:
     return result
 
 
-def after(repo: Path, root: str, session: str, rec: Mapping[str, Any], start: float,
+def after(repo: StrPath, root: str, session: str, rec: Mapping[str, Any], start: float,
           end: float, covered: Any) -> Outcome:
     """Check a shell call of `session` that ran from `start` to `end`: put back what it
     wrote outside the grants (`covered(path)` says whether a grant covers a path) unless
     another session's call overlapped; record the lines it added inside them."""
-    from hunkwise.shared.errors import CoordError
-    from hunkwise.shared.git import worktree
-
     res = Outcome()
     res.changed = changes(repo, rec)
     if not res.changed:
         return res
+    from pathlib import Path
+
+    from hunkwise.shared.errors import CoordError
+    from hunkwise.shared.git import worktree
+
     anything, named = overlapping(root, session, start, end)
     undo = [ch for ch in res.changed if not covered(ch.path)
             and not (anything or ch.path in named)]
@@ -468,13 +477,14 @@ def after(repo: Path, root: str, session: str, rec: Mapping[str, Any], start: fl
     if undo:
         # What the call wrote is kept before it is put back: a write that was not the
         # call's (an editor's, during it) is never lost.
-        wrote = {ch.path: [_mode(repo / ch.path), ch.now, None] for ch in undo if ch.now}
+        wrote = {ch.path: [_mode(os.path.join(repo, ch.path)), ch.now, None]
+                 for ch in undo if ch.now}
         if wrote:
             ref = f"{CALL_REFS}/undone/{_digest(session)}/{int(end * 1000)}"
             res.kept = _keep(repo, session, wrote, ref)
     for ch in undo:
         try:
-            worktree.write_entries(repo, {ch.path: ch.old}, expect={ch.path: ch.now})
+            worktree.write_entries(Path(repo), {ch.path: ch.old}, expect={ch.path: ch.now})
         except CoordError:
             res.failed.append(ch.path)
         else:
@@ -485,7 +495,7 @@ def after(repo: Path, root: str, session: str, rec: Mapping[str, Any], start: fl
     return res
 
 
-def _note_added(repo: Path, root: str, session: str, changed: list[Change]) -> None:
+def _note_added(repo: StrPath, root: str, session: str, changed: list[Change]) -> None:
     """Provenance of a shell call: the lines each changed file holds now and did not
     before."""
     from pathlib import Path
@@ -496,12 +506,12 @@ def _note_added(repo: Path, root: str, session: str, changed: list[Change]) -> N
     present = [c for c in changed if c.now is not None]
     if not present:
         return
-    olds = git.cat_blobs(repo, [c.old[1] for c in present if c.old is not None])
+    olds = git.cat_blobs(Path(repo), [c.old[1] for c in present if c.old is not None])
     for c in present:
         try:
-            new = (repo / c.path).read_bytes()
+            new = (Path(repo) / c.path).read_bytes()
         except OSError:
             continue
         was = set(olds.get(c.old[1], b"").split(b"\n")) if c.old is not None else set()
         added = [ln for ln in new.split(b"\n") if ln not in was]
-        provenance.note(Path(root), session, c.path, added)
+        provenance.note(root, session, c.path, added)

@@ -197,7 +197,7 @@ def pre(text: str, env: Mapping[str, str]) -> Result:
         paths = None
         if session:
             try:
-                before = bracket.before(_path(top), root, session)
+                before = bracket.before(top, root, session)
             except Exception as e:  # the call runs unbracketed rather than not at all
                 return 0, "", f"hunkwise: the tree could not be recorded before this call ({e})"
     else:
@@ -260,7 +260,7 @@ def post(text: str, env: Mapping[str, str]) -> Result:
         return any(covers(g, path) for g in held[0])
 
     try:
-        res = bracket.after(_path(top), root, session, rec["before"], float(rec["start"]),
+        res = bracket.after(top, root, session, rec["before"], float(rec["start"]),
                             float(rec["end"]), covered)
     except Exception as e:
         return 0, "", f"hunkwise: the tree could not be checked after this call ({e})"

@@ -518,18 +518,24 @@ HEAVY = ("re", "typing", "enum", "json", "shutil", "shlex", "pathlib", "subproce
          "dataclasses", "tempfile", "functools", "collections", "inspect", "click")
 
 
-@pytest.mark.parametrize("event, tool, tool_input, more", [
-    ("PreToolUse", "Bash", {"command": "ls -la src 2>/dev/null | head -n 5 && pwd"}, ()),
+@pytest.mark.parametrize("event, tool, tool_input, agent, more", [
+    ("PreToolUse", "Bash", {"command": "ls -la src 2>/dev/null | head -n 5 && pwd"},
+     "not-a-worker", ()),
     ("PreToolUse", "Bash", {"command": 'grep -rn "git stash" docs/ tests/git > a.txt 2>&1'},
-     ()),
-    ("PreToolUse", "Edit", {"file_path": "a.txt", "old_string": "a1", "new_string": "x"}, ()),
+     "not-a-worker", ()),
+    # a worker's shell call: git status before and after it, without the door's imports
+    ("PreToolUse", "Bash", {"command": "ls"}, AGENT_A, ("select",)),
+    ("PostToolUse", "Bash", {"command": "ls"}, AGENT_A, ("select",)),
+    ("PreToolUse", "Edit", {"file_path": "a.txt", "old_string": "a1", "new_string": "x"},
+     AGENT_A, ()),
     ("PostToolUse", "Edit", {"file_path": "a.txt", "old_string": "a1", "new_string": "x"},
-     ("hashlib",)),
-    ("PreToolUse", "Write", {"file_path": "a.txt", "content": "x\n"}, ()),
+     AGENT_A, ("hashlib",)),
+    ("PreToolUse", "Write", {"file_path": "a.txt", "content": "x\n"}, AGENT_A, ()),
 ])
 def test_a_plain_hook_call_imports_nothing_heavy(
         make_repo: MakeRepo, coord: Cli, worker: Cli, monkeypatch: pytest.MonkeyPatch,
-        event: str, tool: str, tool_input: dict[str, Any], more: tuple[str, ...]) -> None:
+        event: str, tool: str, tool_input: dict[str, Any], agent: str,
+        more: tuple[str, ...]) -> None:
     repo, _sa, _sb = two_tasks(make_repo, coord, worker, monkeypatch)
     ok(coord(repo, "install-hooks", "--agent", "claude"))
     doc = json.loads((repo / ".claude" / "settings.local.json").read_text())
@@ -540,10 +546,16 @@ def test_a_plain_hook_call_imports_nothing_heavy(
         'code = main(); print("loaded:", *sorted(m for m in sys.modules if m.split(".")[0] in '
         f'{json.dumps(HEAVY)}), file=sys.stderr); sys.exit(code)')
     assert probe != command
-    # A shell line of a session that holds no task (a worker's is bracketed: it runs git).
     body = payload(event, repo, tool, {**tool_input, **(
         {"file_path": str(repo / tool_input["file_path"])} if "file_path" in tool_input else {})},
-        agent="not-a-worker" if tool == "Bash" else AGENT_A)
+        agent=agent)
+    if tool == "Bash" and agent == AGENT_A:
+        # The steady state: the tree's uncommitted files are on record from an earlier call
+        # (the first one writes their tree, through the door).
+        assert bash(repo, "true")[0] == 0
+    if event == "PostToolUse":  # its call was opened by its PreToolUse
+        pre = body.replace(b'"PostToolUse"', b'"PreToolUse"')
+        assert hook.run("pre", pre, env_of())[0] == 0
     arg = "pre" if event == "PreToolUse" else "post"
     r = subprocess.run(probe.replace(" pre;", f" {arg};", 1), shell=True, cwd=repo, input=body,
                        capture_output=True, env=env_of(), check=False)

@@ -18,8 +18,9 @@ ERRORS = "shared.errors"
 ALLOWED: dict[str, set[str]] = {
     "shared.errors": set(),
     "shared.fastjson": set(),
+    "shared.gitspawn": {ERRORS},
     "shared.proc": set(),
-    "shared.git": {ERRORS},
+    "shared.git": {ERRORS, "shared.gitspawn"},
     "shared.state": {ERRORS, "shared.git", "shared.fastjson"},
     # bytes in, owners out: knows the records it reads and the repository's context, never
     # the store that keeps them

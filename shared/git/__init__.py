@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import NamedTuple, NewType
 
 from hunkwise.shared.errors import GitError, UsageError
+from hunkwise.shared.gitspawn import CONFIG_PINS, base_env
 
 Sha = NewType("Sha", str)
 
@@ -40,33 +41,6 @@ DIFF_PINS: tuple[str, ...] = (
     "--full-index",
 )
 
-# Configuration that would otherwise leak into plumbing output or trigger side effects.
-_CONFIG_PINS: tuple[str, ...] = (
-    "-c", "core.quotePath=false",
-    "-c", "color.ui=never",
-    "-c", "diff.noprefix=false",
-    "-c", "diff.mnemonicPrefix=false",
-    "-c", "core.fsmonitor=false",
-    "-c", "gc.auto=0",
-    "-c", "maintenance.auto=false",
-    # Commit messages are UTF-8 text; a user's legacy encoding would mislabel them.
-    "-c", "i18n.commitEncoding=UTF-8",
-)
-
-
-def _base_env(extra: Mapping[str, str] | None) -> dict[str, str]:
-    env = dict(os.environ)
-    for key in ("GIT_EXTERNAL_DIFF", "GIT_DIFF_OPTS", "GIT_PAGER", "PAGER", "GIT_INDEX_FILE",
-                "GIT_DIR", "GIT_WORK_TREE", "GIT_PREFIX"):
-        env.pop(key, None)
-    env["GIT_TERMINAL_PROMPT"] = "0"
-    env["GIT_OPTIONAL_LOCKS"] = "0"
-    env["LC_ALL"] = "C"
-    env["LANG"] = "C"
-    if extra:
-        env.update(extra)
-    return env
-
 
 def run(
     repo: Path | str,
@@ -77,14 +51,14 @@ def run(
     ok_codes: Sequence[int] = (0,),
 ) -> bytes:
     """Run `git ARGS` in `repo` and return stdout as bytes; raise GitError on failure."""
-    cmd = ("git", *_CONFIG_PINS, *args)
+    cmd = ("git", *CONFIG_PINS, *args)
     proc = subprocess.run(
         cmd,
         cwd=str(repo),
         input=input,
         stdin=None if input is not None else subprocess.DEVNULL,
         capture_output=True,
-        env=_base_env(env),
+        env=base_env(env),
     )
     if check and proc.returncode not in ok_codes:
         raise GitError(args, proc.returncode, proc.stderr)
@@ -94,10 +68,10 @@ def run(
 def run_rc(repo: Path | str, *args: str, env: Mapping[str, str] | None = None,
            input: bytes | None = None) -> tuple[int, bytes]:
     """Run git and return (exit code, stdout) without raising."""
-    cmd = ("git", *_CONFIG_PINS, *args)
+    cmd = ("git", *CONFIG_PINS, *args)
     proc = subprocess.run(cmd, cwd=str(repo), input=input,
                           stdin=None if input is not None else subprocess.DEVNULL,
-                          capture_output=True, env=_base_env(env))
+                          capture_output=True, env=base_env(env))
     return proc.returncode, proc.stdout
 
 
@@ -290,10 +264,10 @@ class _Reader:
         import threading
 
         self.lock = threading.Lock()
-        self.proc = subprocess.Popen(("git", *_CONFIG_PINS, "cat-file", "--batch"),
+        self.proc = subprocess.Popen(("git", *CONFIG_PINS, "cat-file", "--batch"),
                                      cwd=str(repo), stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     env=_base_env(None))
+                                     env=base_env(None))
 
     def read(self, names: Sequence[str]) -> list[tuple[str, str, bytes] | None]:
         """(oid, type, content) of each name, or None where git has no such object."""
