@@ -36,19 +36,30 @@ def head_file(repo: Path, path: str) -> bytes:
 
 def test_a_helper_appended_after_ones_function_is_committed_with_it(make_repo, coord, worker):
     """Was: git slid F's insertion past the blank lines onto G's side; `coord accept G`
-    (G made no edits) committed `h()` as G's, and F's accept omitted it."""
+    (G made no edits) committed `h()` as G's, and F's accept omitted it.
+
+    A helper between two tasks' functions could as well be G's, put above its function:
+    nothing recorded who wrote it, so F is asked, and says it is its own."""
     repo = make_repo({"a.py": F_AND_G})
     begin(coord, worker, repo, "F", "a.py:1-4")
     begin(coord, worker, repo, "G", "a.py:5-6")
     new = "def f():\n    return 1\n\n\ndef h():\n    return 3\n\n\ndef g():\n    return 2\n"
     write(repo, "a.py", new)
-    assert ok(worker(repo, "done", "F"))["report"]["changes"] == 1
-    # G has nothing of its own: its "done" is refused (docs/newcomer.md), so nothing of
-    # F's can be accepted under G's name.
+    r = worker(repo, "done", "F")
+    assert r.code == 1 and "could be yours or your neighbour's" in err(r)
+    assert ok(worker(repo, "done", "F", "--claim", "a.py"))["report"]["changes"] == 1
+    # G has nothing of its own: asked, it says so, and its "done" is refused
+    # (docs/newcomer.md), so nothing of F's can be accepted under G's name.
     r = worker(repo, "done", "G")
+    assert r.code == 1 and "could be yours or your neighbour's" in err(r)
+    r = worker(repo, "done", "G", "--disclaim", "all")
     assert r.code == 1 and "no changes in your grants" in err(r)
     r = coord(repo, "accept", "G")
     assert r.code == 3 and "only reported tasks" in err(r)
+    # While G may still claim the helper in a report, F's accept waits for it.
+    r = coord(repo, "accept", "F")
+    assert r.code == 1 and "may claim it" in err(r)
+    ok(coord(repo, "reject", "G", "--note", "not needed"))
     ok(coord(repo, "accept", "F"))
     assert head_file(repo, "a.py") == new.encode()
     assert "Coord-Task: F" in git(repo, "log", "-1", "--format=%B")
@@ -131,11 +142,12 @@ def test_a_rejected_tasks_boundary_change_is_discarded_not_adopted(make_repo, co
     begin(coord, worker, repo, "F", "a.py:1-4")
     begin(coord, worker, repo, "G", "a.py:5-6")
     write(repo, "a.py", "def f():\n    return 1\n\n\ndef h():\n    return 3\n\n\ndef g():\n    return 2\n")
-    ok(worker(repo, "done", "F"))
+    ok(worker(repo, "done", "F", "--claim", "a.py"))  # (a helper G could have put above g)
+    r = coord(repo, "reject", "F", "--note", "no helper", "--discard")
+    assert r.code == 3 and "G is in_progress and may claim it" in err(r)  # nothing written
+    ok(coord(repo, "reject", "G", "--note", "not needed"))
     ok(coord(repo, "reject", "F", "--note", "no helper", "--discard"))
     assert (repo / "a.py").read_text() == F_AND_G
-    r = worker(repo, "done", "G")  # nothing of F's is left for G to report
-    assert r.code == 1 and "no changes in your grants" in err(r)
 
 
 def test_an_insertion_at_ones_range_end_does_not_block_the_neighbour(make_repo, coord, worker):
@@ -145,8 +157,9 @@ def test_an_insertion_at_ones_range_end_does_not_block_the_neighbour(make_repo, 
     begin(coord, worker, repo, "A", "m.py:1-3")
     begin(coord, worker, repo, "B", "m.py:4-5")
     write(repo, "m.py", "def a():\n    pass\n\n\ndef b():\n    return 2\n")
-    assert ok(worker(repo, "done", "A"))["report"]["hunks"] == 1
-    ok(worker(repo, "done", "B"))
+    # (The blank line could as well be B's, put above its function: each says whose.)
+    assert ok(worker(repo, "done", "A", "--claim", "m.py"))["report"]["hunks"] >= 1
+    ok(worker(repo, "done", "B", "--disclaim", "all"))
     ok(coord(repo, "accept", "B"))
     assert head_file(repo, "m.py") == b"def a():\n    pass\n\ndef b():\n    return 2\n"
     ok(coord(repo, "accept", "A"))

@@ -184,3 +184,53 @@ def test_a_rename_of_untouched_content_is_accepted(make_repo, coord, worker):
     ok(worker(repo, "done", "R"))
     ok(coord(repo, "accept", "R"))
     assert head(repo, "helpers.py") == util.encode()
+
+
+# ---- a range that is the function alone, the blank lines opening the next one ----------------
+
+C_BASE = "def a():\n    return 1\n\n\ndef b():\n    x = 1\n    return x\n"
+
+
+def test_a_blank_line_appended_to_a_function_is_never_committed_with_the_next(
+        make_repo, coord, worker):
+    """Was: A (`def a`, lines 1-2) appended a blank line, B (the blank lines and `def b`,
+    3-7) changed `x = 1`. The blank could lie strictly inside B's blank run, so B's report
+    took it without a question and `coord accept B` committed A's line. Which blank line is
+    new the file cannot tell: B is asked; the hooks' record settles it."""
+    repo = make_repo({"m.py": C_BASE})
+    sa = begin(coord, worker, repo, "A", "m.py:1-2")
+    sb = begin(coord, worker, repo, "B", "m.py:3-7")
+    new = C_BASE.replace("return 1\n", "return 1\n\n").replace("x = 1", "x = 2")
+    write(repo, "m.py", new)
+    r = worker(repo, "done", "B")
+    assert r.code == 1 and "could be yours or your neighbour's" in err(r)
+    wrote(repo, sa, "m.py", ["\n"])
+    wrote(repo, sb, "m.py", ["    x = 2\n"], removed=["    x = 1\n"])
+    ok(worker(repo, "done", "B"))
+    ok(worker(repo, "done", "A"))
+    ok(coord(repo, "accept", "B"))
+    assert head(repo, "m.py") == C_BASE.replace("x = 1", "x = 2").encode()
+    ok(coord(repo, "accept", "A"))
+    assert head(repo, "m.py") == new.encode()
+
+
+def test_a_helper_appended_is_never_committed_with_the_renamed_neighbour(
+        make_repo, coord, worker):
+    """Was: in the same layout A appended a helper and B only renamed `def b`: `coord
+    accept B` committed A's helper, and `coord reject B --discard` deleted it. Without a
+    record each is asked (B could have put the helper above its function); with answers,
+    each commit is exact."""
+    repo = make_repo({"m.py": C_BASE})
+    begin(coord, worker, repo, "A", "m.py:1-2")
+    begin(coord, worker, repo, "B", "m.py:3-7")
+    new = C_BASE.replace("return 1\n", "return 1\n\n\ndef h():\n    return 0\n")
+    new = new.replace("def b", "def g")
+    write(repo, "m.py", new)
+    r = worker(repo, "done", "B")
+    assert r.code == 1 and "could be yours or your neighbour's" in err(r)
+    ok(worker(repo, "done", "A", "--claim", "m.py"))
+    ok(worker(repo, "done", "B", "--disclaim", "all"))
+    ok(coord(repo, "accept", "B"))
+    assert b"def h" not in head(repo, "m.py") and b"def g" in head(repo, "m.py")
+    ok(coord(repo, "accept", "A"))
+    assert head(repo, "m.py") == new.encode()

@@ -1,12 +1,14 @@
 """Attribution by region, proved by an oracle that knows who made each edit.
 
-A module of functions, each held by one task as a line range (some by none), in the two
-layouts teams use: the boundary after the blank run between two functions (A), or between
-the two blank lines (B); LF or CRLF. Every task edits its own function the way agents and
+A module of functions, each held by one task as a line range (some by none), in the three
+layouts teams use: the boundary after the blank run between two functions (A), between the
+two blank lines (B), or before them, each range the function alone (C); LF or CRLF, some
+files without a final line ending. Every task edits its own function the way agents and
 formatters do, on both sides of every boundary at once: deletes the whole function, adds a
 decorator on its first line, renames it, rewrites its body or docstring (blank lines
 inside), reformats every line (trailing spaces, tabs), drops or adds trailing blank lines,
-appends a helper, changes or inserts a line.
+appends a helper or puts one above its function, adds a comment above it, changes or
+inserts a line.
 
 Every task reports on the tree holding every edit, as `worker done` does, then the tasks
 are accepted in a random order. After every accept HEAD must be exactly the base plus the
@@ -36,7 +38,7 @@ from hunkwise.shared.state.provenance import line_digest
 from testing.oracle import PATH, Differ, play
 
 KINDS = ["delete", "decorate", "rename", "rewrite", "reformat", "drop-blank", "add-blank",
-         "append", "change", "insert", "drop-same"]
+         "append", "change", "insert", "drop-same", "prepend", "comment"]
 
 
 @dataclass
@@ -112,7 +114,7 @@ def _function(rng: random.Random, k: int, nl: str) -> list[str]:
 
 def build(seed: int) -> Scenario:
     rng = random.Random(seed)
-    layout = "A" if seed % 2 == 0 else "B"
+    layout = "ABC"[seed % 3]
     nl = "\r\n" if seed % 5 == 0 else "\n"
     n = rng.randint(2, 5)
     funcs = [_function(rng, k, nl) for k in range(n)]
@@ -127,12 +129,19 @@ def build(seed: int) -> Scenario:
         if layout == "A":
             if k < n - 1:
                 lines += [nl, nl]
+        elif layout == "C":  # a range is the function alone; the blank lines open the next
+            if k > 0:
+                lines = [nl, nl] + lines
         else:
             if k > 0:
                 lines = [nl] + lines
             if k < n - 1:
                 lines += [nl]
         segs.append(Seg(owners[k], lines))
+    if seed % 7 == 3:  # a file without a final line ending
+        last = segs[-1]
+        last.orig[-1] = last.orig[-1][:-len(nl)]
+        last.final = list(last.orig)
     sc = Scenario(seed, layout, nl, segs)
     for i, s in enumerate(segs):
         if s.owner is not None:
@@ -171,9 +180,10 @@ def _edit(rng: random.Random, s: Seg, nl: str, last: bool) -> list[str]:
             style = rng.choice(["trailing", "tabs"])
             for i in range(len(lines)):
                 if lines[i].strip():
-                    raw = lines[i][:-len(nl)]
+                    end_of = nl if lines[i].endswith(nl) else ""
+                    raw = lines[i][:len(lines[i]) - len(end_of)]
                     raw = raw + "  " if style == "trailing" else raw.replace("    ", "\t")
-                    lines[i] = raw + nl
+                    lines[i] = raw + end_of
         elif kind == "drop-blank":
             if end < len(lines) and lines[end] == nl:
                 del lines[end]
@@ -184,7 +194,13 @@ def _edit(rng: random.Random, s: Seg, nl: str, last: bool) -> list[str]:
                 continue
             lines.insert(end, nl)
         elif kind == "append":
+            if end == len(lines) and not lines[-1].endswith(nl):
+                lines[-1] += nl  # an editor ends the last line before it appends
             lines[end:end] = [nl, nl, f"def h_{tid}():{nl}", f"    return '{tid}'{nl}"]
+        elif kind == "prepend":  # a helper above its own function
+            lines[d:d] = [f"def p_{tid}():{nl}", f"    return '{tid}'{nl}", nl, nl]
+        elif kind == "comment":  # a comment line above its own function
+            lines.insert(d, f"# {tid}: a note{nl}")
         elif kind == "change":
             lines[end - 1] = f"    return x + 1  # {tid}{nl}"
         elif kind == "insert":
@@ -252,8 +268,9 @@ def differ(tmp_path_factory: pytest.TempPathFactory) -> Differ:
 @pytest.mark.parametrize("chunk", range(CHUNKS))
 def test_no_accept_commits_a_byte_of_another_task(chunk: int, differ: Differ) -> None:
     """Without provenance: exact commits; a refusal only where a worker could not say
-    (40% of the accepts land over all 520 seeds: about two thirds in layout A, one in
-    seven in layout B, whose boundaries split runs of blank lines: odd chunks)."""
+    (32% of the accepts land over all 520 seeds: what lies between two tasks' functions,
+    and every blank line of a run a boundary splits, is asked about, and a block holding
+    lines of both has no true answer)."""
     landed = refused = 0
     for seed in SEEDS[chunk::CHUNKS]:
         got, no, _asked = run_scenario(seed, differ, provenance=False)

@@ -21,8 +21,11 @@ A contested block is settled, in this order:
 2. by evidence (provenance): a division that credits a line to a task whose session did
    not write it (or removes one it did not remove), while another's session did, is out;
 3. where the remaining divisions differ only by lines inserted at the boundary (a pure
-   insertion), by the equivalent-placements rule: the division that keeps both regions'
-   edge lines in place (the insertion can lie strictly inside one region) wins;
+   insertion), by the equivalent-placements rule: the division that keeps the regions'
+   edge lines in place (the insertion can lie strictly inside one region) wins; between two
+   tasks' ranges a boundary counts once, when either side keeps its edge line, so a line
+   changed at one range's edge stays there while an insertion strictly inside one range,
+   which could as well lie at the other's edge, stays contested;
 4. otherwise it stays *ambiguous*: an insertion hunk at the boundary that either task may
    claim in its report, named with both tasks, the lines and the real reason.
 
@@ -398,7 +401,8 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
     5. more of a region's lines edited in place (a line replaced by one that differs only
        in its middle, seven tenths of it kept);
     6. more regions keeping their edge lines where they were (an insertion that can lie
-       strictly inside one region is that region's).
+       strictly inside one region is that region's); between two tasks' ranges a
+       boundary counts once, when either side keeps its edge (`meet`).
     Where divisions tie on all of it and credit lines differently, those lines are a
     contest between the two tasks (or, beside a gap, a conflict)."""
     width = len(nw)
@@ -415,6 +419,10 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
     beside = [not r.point and ((k > 0 and regs[k - 1].point)
                                or (k + 1 < len(regs) and regs[k + 1].point))
               for k, r in enumerate(regs)]
+    # Boundaries between the ranges of two tasks (beside a point its own rules hold).
+    rival = [regs[k].owner is not None and regs[k + 1].owner is not None
+             and regs[k].owner != regs[k + 1].owner and not beside[k] and not beside[k + 1]
+             for k in range(len(regs) - 1)]
 
     def cost_row(k: int, s: int) -> list[int]:
         """Region k's cost on non-blank lines against nw[s:e], for every e >= s."""
@@ -428,6 +436,17 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
                 n += 1
             out.append(len(oid) + n - 2 * row[n])
         return out
+
+    def meet(k: int, c: int) -> int:
+        """Between two tasks' ranges, cut at c: 1 when either side keeps its edge line
+        there. Not one for each side: an insertion that keeps both edges by lying strictly
+        inside one range (a blank line appended to one function, or inserted into the
+        blank run that opens the next; a helper appended after one function, or put above
+        the next) could as well lie at the other's edge, and those lines stay a contest;
+        a line replaced at one range's edge keeps the other's edge, and stays in place."""
+        left, right = old_of[k][-1:], old_of[k + 1][:1]
+        return int(bool((c > 0 and left and _words(nw[c - 1]) == _words(left[0]))
+                        or (c < width and right and _words(nw[c]) == _words(right[0]))))
 
     def score(k: int, s: int, e: int, row: list[int], ev: Evidence | None) -> Score | None:
         r, old, share = regs[k], old_of[k], nw[s:e]
@@ -454,7 +473,14 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
             # point's lines are inserted next to them. (A range is weighed by its own
             # rules: where they tie, the lines beside the point stay open, a margin.)
             kept = _kept(old, share) if beside[k] else 0
-            return (-row[e - s], 0, int(share == old) + kept, 0, 0, 0)
+            # Lines some task's session is on record as writing are never credited to a
+            # gap while a range could hold them (the gap would take a task's lines from it).
+            stray = 0
+            if ev:
+                for line, n in (Counter(share) - Counter(old)).items():
+                    if _strong(line) and ev.get(_digest(line), _NONE)[0]:
+                        stray += n
+            return (-row[e - s], -stray, int(share == old) + kept, 0, 0, 0)
         told = 0
         if ev:
             if not _consistent(old, share, r.owner, ev):
@@ -467,11 +493,14 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
         kept_own = bool(set(x for x in ps if x) & set(po))
         if kept_own:
             # Never across a boundary that splits a run of identical lines: there an edge
-            # line kept could as well be the neighbour's.
-            if k > 0 and ps[:1] == po[:1] and not split[k - 1]:
+            # line kept could as well be the neighbour's. Between two tasks' ranges the
+            # boundary counts once, below.
+            if k > 0 and ps[:1] == po[:1] and not split[k - 1] and not rival[k - 1]:
                 edges += 1
-            if k < len(regs) - 1 and ps[-1:] == po[-1:] and not split[k]:
+            if k < len(regs) - 1 and ps[-1:] == po[-1:] and not split[k] and not rival[k]:
                 edges += 1
+        if k < len(regs) - 1 and rival[k]:
+            edges += meet(k, e)
         return (-row[e - s], told, 0, _anchors(old, share, unique), _in_place(old, share),
                 edges)
 
@@ -607,7 +636,7 @@ def _one_path(best: list[dict[int, tuple[Score, list[int]]]], width: int, n: int
     return path[::-1]
 
 
-def _few(options: list[int], most: int = 24) -> list[int]:
+def _few(options: list[int], most: int = 64) -> list[int]:
     """At most `most` of a boundary's cuts, its lowest and highest among them."""
     if len(options) <= most:
         return options
