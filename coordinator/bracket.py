@@ -354,10 +354,11 @@ def _keep(repo: StrPath, session: str, rec: Mapping[str, Any], ref: str | None =
     os.unlink(index)
     try:
         env = {"GIT_INDEX_FILE": index, "HUNKWISE_COORDINATOR": "1"}
-        git.run(repo, "update-index", "-z", "--add", "--index-info",
-                input=git.index_info(entries, Path(repo)), env=env)
-        tree = git.run(repo, "write-tree", env=env).decode().strip()
-        git.run(repo, "update-ref", ref or f"{CALL_REFS}/{_digest(session)}", tree, env=env)
+        top = Path(repo)
+        git.run(top, "update-index", "-z", "--add", "--index-info",
+                input=git.index_info(entries, top), env=env)
+        tree = git.run(top, "write-tree", env=env).decode().strip()
+        git.run(top, "update-ref", ref or f"{CALL_REFS}/{_digest(session)}", tree, env=env)
     finally:
         try:
             os.unlink(index)
@@ -439,7 +440,7 @@ def changes(repo: StrPath, rec: Mapping[str, Any]) -> list[Change]:
     if clean_now:
         from hunkwise.shared import git
 
-        listed = git.run(repo, "ls-files", "-s", "-z", "--", *clean_now,
+        listed = git.run(os.fspath(repo), "ls-files", "-s", "-z", "--", *clean_now,
                          env={"GIT_LITERAL_PATHSPECS": "1"})
         for line in listed.split(b"\0"):
             if line:

@@ -69,7 +69,7 @@ def run(repo: str, *args: str) -> bytes:
 
 
 def _spawn(spawn: Any, cmd: list[str]) -> tuple[int, bytes, bytes]:
-    import _signal
+    import _signal  # type: ignore[import-not-found]  # signal's C core: signal imports enum
     import select
 
     out_r, out_w = os.pipe()
