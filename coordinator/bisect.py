@@ -104,9 +104,7 @@ def bisect_batch(ctx: Ctx, state: Any, fz: Freeze, failing: list[str],
         # inputs changed between the commits.
         with checks.checkout(ctx.repo, ctx.lay.root, commit, settings.checkout,
                              reuse=True) as where:
-            from hunkwise.coordinator.freeze import run_commands
-
-            got = run_commands(where, failing, timeout, label="bisect", stop_early=True)
+            got = checks.run_commands(where, failing, timeout, label="bisect", stop_early=True)
         for c in got:
             ran.append({"commit": commit, "task": task, "alone": alone, "command": c["command"],
                         "exit_code": c["exit_code"], "passed": c["passed"],

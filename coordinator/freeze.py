@@ -15,7 +15,6 @@ import hashlib
 import json
 import re
 import signal
-import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,7 +24,6 @@ from hunkwise import inbox
 from hunkwise.shared import git
 from hunkwise.shared.errors import StateRefused, UsageError
 from hunkwise.shared.hunks import diff, snapshot
-from hunkwise.shared.proc import run_command
 from hunkwise.shared.state import config, store
 from hunkwise.shared.state.context import Ctx, env_session, iso, machine_name
 from hunkwise.shared.state.models import Freeze, SignalType, TaskState
@@ -42,7 +40,6 @@ if TYPE_CHECKING:
         VerifyResult,
     )
 
-TAIL_LINES = 40
 # Characters XML 1.0 forbids (terminal colours, for one, print ESC).
 _XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
@@ -235,29 +232,12 @@ def _terminated(signum: int, frame: object) -> None:
     raise KeyboardInterrupt  # unwinds through the cleanup of the checkout and the command
 
 
-def run_commands(where: Path, commands: list[str], timeout: float, *, label: str = "verify",
-                 stop_early: bool = False) -> list[CommandResult]:
-    """Run commands in a checkout, each streamed to stderr; their results."""
-    results: list[CommandResult] = []
-    for i, cmd in enumerate(commands, 1):
-        sys.stderr.write(f"{label} [{i}/{len(commands)}] {cmd}\n")
-        ran = run_command(cmd, where, timeout, label=f"{i}", tail_lines=TAIL_LINES)
-        code, secs, tail = ran.exit_code, ran.duration_s, ran.tail
-        results.append({"command": cmd, "exit_code": code, "duration_s": secs,
-                        "passed": code == 0, "output_tail": "\n".join(tail)})
-        sys.stderr.write(f"{label} [{i}/{len(commands)}] "
-                         f"{'pass' if code == 0 else 'FAIL'} in {secs:.1f}s\n")
-        if stop_early and code != 0:
-            break
-    return results
-
-
 def _run_all(ctx: Ctx, commit: str, settings: config.Config, results: list[CommandResult],
              problems: list[str], extra: dict[str, Any]) -> None:
     cfg = settings.verify
     try:
         with checks.checkout(ctx.repo, ctx.lay.root, commit, settings.checkout) as where:
-            results += run_commands(where, cfg.commands, cfg.timeout_seconds)
+            results += checks.run_commands(where, cfg.commands, cfg.timeout_seconds)
     except checks.SetupFailed as e:
         problems.append(f"setup: {e.message}")
         r = e.result
