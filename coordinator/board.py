@@ -97,8 +97,7 @@ def board_state(ctx: Ctx, *, lost: list[LostWork] | None = None,
     from hunkwise import inbox
     from hunkwise.coordinator.launch import status_of
     from hunkwise.coordinator.notify import for_coordinator, last_verification
-    from hunkwise.coordinator.tasks import is_stale
-    from hunkwise.coordinator.watch import recent_events
+    from hunkwise.shared.state import events
 
     now = now or time.time()
     state = store.load(ctx.lay)
@@ -110,7 +109,7 @@ def board_state(ctx: Ctx, *, lost: list[LostWork] | None = None,
         tasks.append({**t.public(), "last_status": t.last_status, "claim": None if c is None else {
             "session": c.session, "opened": iso(c.opened), "heartbeat": iso(c.heartbeat),
             "heartbeat_age_s": round(now - c.heartbeat),
-            "ttl": c.ttl, "stale": is_stale(t, now)},
+            "ttl": c.ttl, "stale": t.stale(now)},
             # its launched agent (coordinator/launch.py), or None
             "agent": status_of(t) if t.launch is not None else None})
     pending, _odd = inbox.entries(ctx.lay.inbox, "new")
@@ -136,7 +135,7 @@ def board_state(ctx: Ctx, *, lost: list[LostWork] | None = None,
         "freeze": state.freeze.public() if state.freeze else None,
         "verify": last_verification(ctx.lay),
         "lost": lost or [],
-        "events": recent_events(ctx.lay, 10),
+        "events": events.recent(ctx.lay, 10),
     }
 
 

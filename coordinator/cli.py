@@ -314,7 +314,7 @@ def status(everything: bool, brief: bool, send: bool, as_json: bool, repo: str |
         for ev in d.get("events", [])[-5:]:
             out.append(f"event {ev['at']}: {ev['kind']}: {ev['path']}")
         if d["index_dirty"]:
-            from hunkwise.coordinator.review import staged_text
+            from hunkwise.coordinator.validation import staged_text
 
             out.append(f"index: staged by someone else: {staged_text(d['staged'])} (nothing "
                        "can be accepted until they are unstaged: git restore --staged -- PATH...)")

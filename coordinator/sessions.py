@@ -61,7 +61,7 @@ def recover(ctx: Ctx, task_id: str, note: str, *, live_ok: bool = False) -> Reco
                     "released_reservation": was}
         if task.state != TaskState.IN_PROGRESS or c is None:
             raise StateRefused(f"{task_id} is {task.state} with no claim to recover")
-        if time.time() - c.heartbeat <= c.ttl and not live_ok:
+        if not c.stale(time.time()) and not live_ok:
             raise StateRefused(f"{task_id} is claimed by live session {c.session} "
                                f"(heartbeat {time.time() - c.heartbeat:.0f}s ago, ttl {c.ttl}s); "
                                "a live claim is never taken over")
@@ -197,7 +197,7 @@ def render_index(state: State, now: float | None = None, *, everything: bool = F
         row: list[object] = [c.session, _machine(c.session), t.id, t.state,
                              ", ".join(str(g) for g in t.grants), iso(c.opened),
                              f"{now - c.heartbeat:.0f}s"]
-        (stale if now - c.heartbeat > c.ttl else live).append(row)
+        (stale if c.stale(now) else live).append(row)
     lines = ["# Session index", "", f"Generated {iso(now)} from the coordinator state "
              "(a view: the state is the truth; other machines' claims and signals as of "
              "the last sync).", "", "## Active claims", ""]

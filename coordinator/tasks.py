@@ -432,17 +432,8 @@ def _grant_key(state: State) -> list[tuple[str, bool, list[str]]]:
     return sorted((t.id, t.exclusive, [str(g) for g in t.grants]) for t in active_tasks(state))
 
 
-def is_stale(task: Task, now: float | None = None) -> bool:
-    """A claim whose heartbeat is older than its TTL while its task is in progress. A
-    worker that reported was told to stop: its claim is kept only so it may amend its
-    report, and its silence is no sign of trouble (issue 26)."""
-    if task.claim is None or task.state != TaskState.IN_PROGRESS:
-        return False
-    return (now or time.time()) - task.claim.heartbeat > task.claim.ttl
-
-
 def task_row(task: Task, now: float) -> TaskRow:
-    return {**task.public(), "stale": is_stale(task, now),
+    return {**task.public(), "stale": task.stale(now),
             "claim_age_s": round(now - task.claim.heartbeat, 1) if task.claim else None}
 
 
@@ -467,9 +458,9 @@ def status(ctx: Ctx, *, everything: bool = False) -> StatusResult:
 
     repaired = None
     if (ctx.lay.root / "accept.json").exists():
-        from hunkwise.coordinator.accept import repair
+        from hunkwise.coordinator import journal
 
-        repaired = repair(ctx)
+        repaired = journal.repair(ctx)
     delivery.settle(ctx)
     state = store.load(ctx.lay)
     sync_ranges(ctx.repo, state)
@@ -520,10 +511,10 @@ def status(ctx: Ctx, *, everything: bool = False) -> StatusResult:
             "agent": status_of(t) if t.launch is not None else None,
         })
     from hunkwise.coordinator.restore import lost_tasks
-    from hunkwise.coordinator.watch import recent_events
+    from hunkwise.shared.state import events
 
     return {
-        "events": recent_events(ctx.lay),
+        "events": events.recent(ctx.lay),
         "lost": lost_tasks(ctx, list(state.tasks.values()), tv, state),
         "tasks": rows,
         "interventions": state.interventions.get(str(state.batch), 0),
@@ -572,7 +563,7 @@ def brief(ctx: Ctx, *, width: int = 100, most: int = 8) -> BriefResult:
             age = now - t.claim.heartbeat
             claims.append({"task": t.id, "session": t.claim.session, "age_s": round(age),
                            "machine": t.claim.session.rpartition("@")[2],
-                           "stale": is_stale(t, now), "state": str(t.state)})
+                           "stale": t.stale(now), "state": str(t.state)})
     decisions: list[BriefDecision] = [
         {"id": d.id, "task": d.task, "kind": d.kind, "question": d.question}
         for d in state.decisions if d.state == "open"]

@@ -10,6 +10,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 from testing.env import ROOT
 
 # Each unit (a module, or a package with everything inside it) and the units it may import.
@@ -174,3 +176,24 @@ def test_the_layers_themselves_have_no_cycles() -> None:
         units.setdefault(me, set()).update(
             u for u in (_unit(d) for d in deps) if u is not None and u != me)
     assert _cycles(units) == []
+
+
+# The agent guard's modules import one another (the judge, the shell reader and the
+# programs it knows): that group is being reworked, and is the one cycle left.
+GUARD_GROUP = {f"coordinator.{m}" for m in
+               ("builtins", "filters", "guard", "programs", "runners", "shellwrites")}
+
+
+def test_no_module_cycles_but_the_guard_groups() -> None:
+    """Every package, counting imports inside functions: a command's module that borrows
+    from another command's module that borrows back is a cycle too (validation, the accept
+    journal, the event log live on their own for that reason)."""
+    assert [c for c in _cycles(_graph()) if not set(c) <= GUARD_GROUP] == []
+
+
+@pytest.mark.xfail(strict=True, reason="the guard's modules (coordinator.builtins, filters, "
+                                       "guard, programs, runners, shellwrites) import one "
+                                       "another; being reworked")
+def test_the_product_has_no_module_cycles() -> None:
+    """shared, inbox, coordinator and worker: no module imports itself back, at any depth."""
+    assert _cycles(_graph()) == []

@@ -66,7 +66,7 @@ STARTABLE = (TaskState.ASSIGNED, TaskState.CHANGES_REQUESTED)
 
 def _live_holder(task: Task, now: float) -> str | None:
     c = task.claim
-    if c is not None and now - c.heartbeat <= c.ttl:
+    if c is not None and not c.stale(now):
         return c.session
     return None
 

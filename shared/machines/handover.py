@@ -356,7 +356,7 @@ def apply_claims(ctx: Any, machine: str, claims: list[Any], applied: Any) -> Non
                 # Its holder's machine knows its heartbeat: a stale one shows stale here.
                 task.claim = c.model_copy(update={"heartbeat": rec.heartbeat})
                 continue
-            live = c is not None and store.now() - c.heartbeat <= c.ttl
+            live = c is not None and not c.stale(store.now())
             if task.state not in (TaskState.ASSIGNED, TaskState.CHANGES_REQUESTED) \
                     or rec.revision < task.revision or (live and c is not None
                                                          and c.session != rec.session):

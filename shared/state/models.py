@@ -55,6 +55,7 @@ class TaskState(StrEnum):
 INACTIVE = (TaskState.ACCEPTED, TaskState.REJECTED, TaskState.REVERTED)
 
 
+
 Strict = Record
 
 
@@ -251,6 +252,10 @@ class Claim(Strict):
     heartbeat: float
     ttl: int
 
+    def stale(self, now: float) -> bool:
+        """No heartbeat for longer than its TTL (`[claims] ttl_seconds`)."""
+        return now - self.heartbeat > self.ttl
+
 
 class Note(Strict, Public["NoteDoc"]):
     at: float
@@ -385,6 +390,13 @@ class Task(Strict):
     @property
     def active(self) -> bool:
         return self.state not in INACTIVE
+
+    def stale(self, now: float) -> bool:
+        """Its claim is stale while it is in progress. A worker that reported was told to
+        stop: its claim is kept only so it may amend its report, and its silence is no sign
+        of trouble (issue 26)."""
+        return self.claim is not None and self.state == TaskState.IN_PROGRESS \
+            and self.claim.stale(now)
 
     def public(self) -> TaskDoc:
         return {
