@@ -28,6 +28,7 @@ from hunkwise.shared.hunks.taskview import TreeView, active_tasks, sync_ranges, 
 from hunkwise.shared.state import store
 from hunkwise.shared.state.context import Ctx, get_task, iso
 from hunkwise.shared.state.models import (
+    AuditState,
     AuditVerdict,
     CheckResult,
     Recheck,
@@ -82,7 +83,7 @@ def approving_sessions(ctx: Ctx, task: Task, revision: int) -> list[str]:
     from hunkwise.shared.errors import CoordError
     from hunkwise.shared.state.context import session_role
 
-    if "approved" not in task.audit.values():
+    if AuditState.APPROVED not in task.audit.values():
         return []  # no role approved: no verdict can count, and no report is read for one
     newest: dict[str, str] = {}
     for e in inbox.find_task_reports(ctx.lay.inbox, task.id):
@@ -91,7 +92,7 @@ def approving_sessions(ctx: Ctx, task: Task, revision: int) -> list[str]:
         except CoordError:
             continue
         if (not isinstance(r, AuditVerdict) or r.revision != revision or not r.session or not r.role
-                or session_role(r.session) != r.role or task.audit.get(r.role) != "approved"):
+                or session_role(r.session) != r.role or task.audit.get(r.role) != AuditState.APPROVED):
             continue
         newest.pop(r.session, None)  # keeps the order of the newest verdicts
         newest[r.session] = r.verdict or ""

@@ -20,7 +20,7 @@ from hunkwise.shared.state.context import (
     machine_name,
     session_role,
 )
-from hunkwise.shared.state.models import Checkpoint, SignalType, State, TaskState
+from hunkwise.shared.state.models import AuditState, Checkpoint, SignalType, State, TaskState
 from hunkwise.shared.state.signals import close as close_signal
 from hunkwise.shared.state.signals import handoff_file, send, write_handoff
 
@@ -153,7 +153,7 @@ def audit(ctx: Ctx, task_id: str, roles: list[str]) -> AuditResult:
         if not task.active:
             raise StateRefused(f"{task_id} is {task.state}; nothing to audit")
         for role, target in asked:
-            task.audit[role] = "pending"
+            task.audit[role] = AuditState.PENDING
             sig = send(state, sender=coordinator_session(), to=target, kind=SignalType.READY_FOR_REVIEW,
                        about=task_id, payload=f"audit {task_id}: {task.title}")
             sent.append(sig.public())

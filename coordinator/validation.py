@@ -30,6 +30,7 @@ from hunkwise.shared.hunks.taskview import (
 )
 from hunkwise.shared.state.context import Ctx
 from hunkwise.shared.state.models import (
+    AuditState,
     AuditVerdict,
     Finding,
     Report,
@@ -107,9 +108,9 @@ def _audit_findings(task: Task) -> list[Finding]:
     """An audit some role has not answered, or answered asking for changes, blocks."""
     findings: list[Finding] = []
     for role, state in sorted(task.audit.items()):
-        if state == "pending":
+        if state == AuditState.PENDING:
             findings.append(Finding(code="audit-pending", detail=f"audit by {role} not answered"))
-        elif state == "changes":
+        elif state == AuditState.CHANGES:
             findings.append(Finding(code="audit-changes", detail=f"{role} asked for changes"))
     return findings
 

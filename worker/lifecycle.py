@@ -37,6 +37,7 @@ from hunkwise.shared.state.context import (
 )
 from hunkwise.shared.state.models import (
     DISCLAIMED,
+    AuditState,
     CheckResult,
     Claim,
     Overlap,
@@ -446,10 +447,10 @@ def _report(ctx: Ctx, task_id: str, *, status: ReportStatus, session: str | None
             task.last_report = staged.name
             task.claimed = claimed
             task.last_status = status
-            if status == "done" and any(v != "pending" for v in task.audit.values()):
+            if status == "done" and any(v != AuditState.PENDING for v in task.audit.values()):
                 # New work needs a new look: verdicts were about the previous revision.
                 for role in task.audit:
-                    task.audit[role] = "pending"
+                    task.audit[role] = AuditState.PENDING
                     send(state, sender=sess or "worker", to=f"{role}@*",
                          kind=SignalType.READY_FOR_REVIEW, about=task_id,
                          payload=f"revision {revision} of {task_id}: {task.title}")

@@ -27,6 +27,7 @@ from hunkwise.shared.state.context import (
     session_role,
 )
 from hunkwise.shared.state.models import (
+    AuditState,
     AuditVerdict,
     Checkpoint,
     Decision,
@@ -335,7 +336,7 @@ def review(ctx: Ctx, task_id: str, *, session: str | None, verdict: str, notes: 
                     continue
                 path = inbox.link(staged)
                 touch(state, s)
-                task.audit[role] = "approved" if verdict == "approve" else "changes"
+                task.audit[role] = AuditState.of(verdict)
                 # The request it answers is closed: for this session, and for its role.
                 close_about(state, SignalType.READY_FOR_REVIEW, task_id, s,
                             _answered_by(s, role))

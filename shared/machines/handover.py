@@ -417,7 +417,7 @@ def apply_works(ctx: Any, machine: str, works: list[tuple[str, bytes, Any, str, 
     holds the claim of: it joins this inbox as a local delivery would, and waits for
     `coord next` to bring its changes into this tree (`bring_in`)."""
     from hunkwise import inbox
-    from hunkwise.shared.state.models import Handover, TaskState
+    from hunkwise.shared.state.models import AuditState, Handover, TaskState
 
     with store.transaction(ctx.lay) as state:
         for _name, data, report, snapshot, base in sorted(works, key=lambda w: w[0]):
@@ -440,7 +440,7 @@ def apply_works(ctx: Any, machine: str, works: list[tuple[str, bytes, Any, str, 
             task.updated_at = store.now()
             if report.status == "done":
                 for role in task.audit:  # new work needs a new look
-                    task.audit[role] = "pending"
+                    task.audit[role] = AuditState.PENDING
             ho = task.handover or Handover(machine=machine)
             task.handover = ho.model_copy(update={
                 "machine": machine, "pending": (report.revision, machine, snapshot, base)})

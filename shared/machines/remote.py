@@ -40,6 +40,7 @@ from hunkwise.shared.state.models import (
     INACTIVE,
     SESSION_RE,
     TASK_ID_RE,
+    AuditState,
     AuditVerdict,
     Checkpoint,
     ClaimRecord,
@@ -385,7 +386,7 @@ def _apply_locked(ctx: Ctx, machine: str, signals: list[Signal],
                                 f"verdict on revision {report.revision}; {task.id} is at "
                                 f"revision {task.revision}"))
                 continue
-            task.audit[role] = "approved" if report.verdict == "approve" else "changes"
+            task.audit[role] = AuditState.of(report.verdict)
             inbox.link(staged[name])
             linked.append(name)
             # The request it answers is closed, as a local verdict closes it: for the

@@ -55,6 +55,20 @@ class TaskState(StrEnum):
 INACTIVE = (TaskState.ACCEPTED, TaskState.REJECTED, TaskState.REVERTED)
 
 
+class AuditState(StrEnum):
+    """Where one role's audit of a task stands (`Task.audit`, role -> state): asked and not
+    answered yet, approved, or changes asked for. An auditor's answer is a verdict
+    (`Verdict`: approve or changes); this is what the task keeps of it."""
+
+    PENDING = "pending"
+    APPROVED = "approved"
+    CHANGES = "changes"
+
+    @classmethod
+    def of(cls, verdict: str | None) -> AuditState:
+        """What an auditor's verdict makes of its role's audit."""
+        return cls.APPROVED if verdict == "approve" else cls.CHANGES
+
 
 Strict = Record
 
@@ -360,7 +374,7 @@ class Task(Strict):
     held_until_thaw: bool = False
     reserved_for: str | None = None
     served_revision: int = 0
-    audit: dict[str, str] = F(default_factory=dict)
+    audit: dict[str, AuditState] = F(default_factory=dict)
     # Changes in the task's grants when it started that its own reports had not claimed
     # (path -> identities): never claimed silently (SPEC.md, "inherited").
     inherited: dict[str, list[str]] = F(default_factory=dict)
