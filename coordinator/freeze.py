@@ -39,6 +39,7 @@ if TYPE_CHECKING:
         ThawResult,
         VerifyResult,
     )
+    from hunkwise.shared.state.models import State
 
 # Characters XML 1.0 forbids (terminal colours, for one, print ESC).
 _XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
@@ -99,7 +100,7 @@ def freeze(ctx: Ctx, *, defer_running: bool) -> FreezeResult:
 SESSION_KEEP_S = 7 * 24 * 3600
 
 
-def _archive_closed(ctx: Ctx, state: Any, closed: int) -> int:
+def _archive_closed(ctx: Ctx, state: State, closed: int) -> int:
     """Move what the closed batch finished out of the state: finished tasks, delivered
     signals, answered decisions, sessions idle for a week. The state every command parses
     then stays the size of the work in flight; `--all` views read the archive too."""
@@ -281,7 +282,7 @@ def _final_check(ctx: Ctx, fz: Freeze, head: str | None,
     return deferred_edits
 
 
-def _split_deferred(ctx: Ctx, state: Any, fz: Freeze, tree: str,
+def _split_deferred(ctx: Ctx, state: State, fz: Freeze, tree: str,
                     changed: list[str]) -> tuple[list[str], list[DeferredEdit]]:
     """Which changed paths changed only by deferred tasks' edits inside their own grants."""
     from collections import Counter

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
         SendResult,
         VerifySummary,
     )
+    from hunkwise.shared.state.models import State
 
 OUTBOX = "notify.json"
 VERIFICATIONS = "verifications"
@@ -180,7 +181,7 @@ def collect(ctx: Ctx, *, with_lost: bool = False, now: float | None = None) -> l
     return out
 
 
-def lost_events(ctx: Ctx, state: Any) -> list[NotifyEvent]:
+def lost_events(ctx: Ctx, state: State) -> list[NotifyEvent]:
     from hunkwise.coordinator.restore import lost_tasks
     from hunkwise.shared.hunks.taskview import active_tasks, view
 

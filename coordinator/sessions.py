@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from hunkwise.shared.errors import StateRefused, UsageError
 from hunkwise.shared.hunks.taskview import active_tasks, view
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         RecoverResult,
         SignalDoc,
     )
+    from hunkwise.shared.state.models import Signal
 
 COORDINATOR = "coordinator"
 
@@ -86,7 +87,7 @@ def recover(ctx: Ctx, task_id: str, note: str, *, live_ok: bool = False) -> Reco
             "stale_session": c.session}
 
 
-def _for_coordinator(sig: Any) -> bool:
+def _for_coordinator(sig: Signal) -> bool:
     """Addressed to the coordinator: a coordinator session, its role, or everyone."""
     to = sig.to
     if to == "*":

@@ -148,7 +148,7 @@ def test_a_forged_newest_report_steers_neither_status_nor_restore(make_repo, coo
     real = json.loads(next((inbox_dir / "new").iterdir()).read_bytes())
     forged = dict(real, revision=2, report_id="forged",
                   changes=[dict(real["changes"][0], path="b.txt")])
-    inbox.deliver(inbox_dir, json.dumps(forged).encode(), "A", 2)
+    inbox.write_report(inbox_dir, json.dumps(forged).encode(), "A", 2)
     b_before = (repo / "b.txt").read_bytes()
     assert lost(coord, repo) == {}
     assert ok(coord(repo, "restore", "A"))["restored"] == []
@@ -217,7 +217,7 @@ def test_a_forged_high_revision_failed_report_does_not_block_the_task(make_repo,
     ok(worker(repo, "done", "A"))
     inbox_dir = repo / ".git" / "coord" / "inbox"
     real = json.loads(next((inbox_dir / "new").iterdir()).read_bytes())
-    inbox.deliver(inbox_dir, json.dumps(dict(real, revision=99, status="failed",
+    inbox.write_report(inbox_dir, json.dumps(dict(real, revision=99, status="failed",
                                              reason="forged", report_id="x")).encode(), "A", 99)
     n = ok(coord(repo, "next"))
     assert n["next"]["report"]["revision"] == 1 and n["next"]["report"]["status"] == "done"

@@ -427,7 +427,7 @@ def test_a_resubmission_needs_the_audit_again(make_repo, coord, worker):
     from hunkwise.worker import session as core
 
     for who in (REVIEW_R, SECURITY):
-        core.review(_ctx(repo), "t1", session=who, verdict="approve", notes="ok")
+        core.give_verdict(_ctx(repo), "t1", session=who, verdict="approve", notes="ok")
     ok(coord(repo, "request-changes", "t1", "--note", "one more line"))
     start(repo, "t1", SESS_A)
     write(repo, "f.txt", numbered(10).replace("line 4\n", "line 4 edited\n")
@@ -466,7 +466,7 @@ def test_audit_gates_accept_until_every_role_approves(make_repo, coord, worker):
     ok(worker(repo, "review", "t1", "--verdict", "approve", "--notes", "fine", session=reviewer))
     from hunkwise.worker import session as core
 
-    core.review(_ctx(repo), "t1", session=SECURITY, verdict="approve", notes="fixed")
+    core.give_verdict(_ctx(repo), "t1", session=SECURITY, verdict="approve", notes="fixed")
     assert git(repo, "rev-parse", "HEAD").strip() == head  # nothing was committed before
     accepted = ok(coord(repo, "accept", "t1"))
     assert accepted["paths"] == ["f.txt"]

@@ -486,7 +486,7 @@ class Checkpoint(Strict, Public["CheckpointDoc"]):
     saved: Saved | None = None
 
 
-class ClaimRecord(Strict):
+class ClaimEntry(Strict):
     """A claim a machine's session holds on a task another machine coordinates: the
     request the authority applies at its next sync."""
 
