@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -18,10 +20,12 @@ import pytest
 from hunkwise.inbox import maildir
 from hunkwise.shared.state import store
 
-from testing.cli import Cli, ok, run_cli
-from testing.env import BIN
-from testing.repo import MakeRepo, git, numbered, set_line
+from testing.cli import Cli, assign_and_start, ok, run_cli
+from testing.env import BIN, ROOT
+from testing.repo import MakeRepo, git, numbered, set_line, write
 
+SESS_A = "sess-20260101-0900-worker@box-a"
+SESS_B = "sess-20260101-0901-worker@box-b"
 STEPS = ["worker-staged", "worker-recorded", "worker-delivered"]
 
 
@@ -194,3 +198,22 @@ def test_worker_done_holds_the_state_lock_for_the_state_alone(
     assert [row["revision"] for row in ok(coord(repo, "inbox"))["reports"]] == [2, 1]
     tasks = {t["id"]: t for t in ok(coord(repo, "status"))["tasks"]}
     assert tasks["C"]["grants"] == ["c.txt:5-6"]
+
+
+def test_a_done_in_flight_loses_to_a_recovery(make_repo, coord, worker) -> None:
+    repo = make_repo({"a.txt": "1\n"})
+    # The check outlives the claim (aged past its TTL, as age_claims does), then another
+    # session recovers and restarts the task.
+    age = (f"import sys; sys.path.insert(0, {str(ROOT)!r}); from pathlib import Path; "
+           f"from testing.state import age_claims; age_claims(Path({str(repo)!r}), 'A')")
+    check = (f"{shlex.quote(sys.executable)} -c {shlex.quote(age)} && "
+             # the coordinator acting meanwhile (coord refuses its commands to the worker)
+             f"HUNKWISE_COORDINATOR=1 {BIN / 'coord'} recover A --repo {repo} >/dev/null && "
+             f"{BIN / 'worker'} start A --session {SESS_B} --repo {repo} >/dev/null")
+    assign_and_start(coord, worker, repo, "A", "a.txt", lambda: write(repo, "a.txt", "2\n"), check=check,
+          session=SESS_A)
+    r = worker(repo, "done", "A", session=SESS_A)
+    assert r.code == 3, r.stdout + r.stderr
+    assert not list((repo / ".git" / "coord" / "inbox" / "new").iterdir())
+    tasks = {t["id"]: t for t in coord(repo, "status").doc["tasks"]}
+    assert (tasks["A"]["state"], tasks["A"]["session"]) == ("in_progress", SESS_B)

@@ -629,3 +629,20 @@ def test_review_of_report_claiming_a_change_outside_its_grant(make_repo, coord) 
     r = coord(repo, "review", "t1")
     assert r.code == 1
     assert "outside-grant" in codes(r)
+
+
+def test_coord_inbox_sweeps_what_a_killed_writer_left_in_tmp(make_repo, coord) -> None:
+    import os
+    import time
+
+    repo = make_repo({"a.txt": "1\n"})
+    assert coord(repo, "init").code == 0
+    tmp = repo / ".git" / "coord" / "inbox" / "tmp"
+    old, fresh = tmp / "old-partial", tmp / "fresh-partial"
+    old.write_bytes(b'{"half')
+    fresh.write_bytes(b'{"half')
+    two_days_ago = time.time() - 48 * 3600
+    os.utime(old, (two_days_ago, two_days_ago))
+    r = coord(repo, "inbox")
+    assert r.code == 0 and r.doc["reports"] == []
+    assert not old.exists() and fresh.exists()  # a writer may still be busy with a fresh one

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from testing.cli import Cli, ok, run_cli
+from testing.cli import Cli, assign_and_start, ok, run_cli
 from testing.repo import git, numbered, set_line, write
 from testing.wait import wait_until
 
@@ -444,3 +444,16 @@ def test_recording_unreported_work_holds_the_state_lock_for_the_state_alone(
     saved = json.loads((repo / ".git" / "coord" / "state.json").read_bytes())["tasks"]["t2"]["saved"]
     assert git(repo, "for-each-ref", "--format=%(refname) %(objectname)", "refs/hunkwise/wip/") \
         .split() == [saved["ref"], saved["tree"]]
+
+
+def test_restore_around_an_insertion_after_the_deleted_line(make_repo, coord, worker) -> None:
+    repo = make_repo({"f.txt": numbered(10)})
+    f = repo / "f.txt"
+    assign_and_start(coord, worker, repo, "A", "f.txt:6-6",
+          lambda: f.write_text(f.read_text().replace("line 6\n", "")))
+    assert worker(repo, "done", "A").code == 0
+    git(repo, "checkout", "-q", "f.txt")  # destroys A's change
+    f.write_text(f.read_text().replace("line 6\n", "line 6\nX\nY\n"))  # someone inserts after 6
+    r = coord(repo, "restore", "A")
+    assert r.code == 0, r.stdout + r.stderr
+    assert f.read_text() == numbered(10).replace("line 6\n", "X\nY\n")

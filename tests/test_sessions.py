@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from testing.cli import Cli, Result, ok
+from testing.cli import Cli, Result, assign_and_start, ok
 from testing.repo import git, numbered, write
 from testing.state import age_claims
 
@@ -652,3 +652,14 @@ def test_index_output_to_an_unwritable_place_exits_2(make_repo, coord):
     repo = new_repo(make_repo)
     write(repo, "afile", "x\n")
     refused(coord(repo, "index", "--output", "afile/sub/index.md"), 2)
+
+
+def test_recover_releases_a_handoff_nobody_can_take(make_repo, coord, worker) -> None:
+    repo = make_repo({"a.txt": "1\n"})
+    assign_and_start(coord, worker, repo, "A", "a.txt", lambda: None, session=SESS_A)
+    typo = "sess-20260101-0900-workr@box-a"
+    assert worker(repo, "handoff", "A", "--to", typo, "--next", "n", session=SESS_A).code == 0
+    assert worker(repo, "start", "A", "--session", SESS_B).code == 3
+    r = coord(repo, "recover", "A")
+    assert r.code == 0 and r.doc["released_reservation"] == typo
+    assert worker(repo, "start", "A", "--session", SESS_B).code == 0
