@@ -132,7 +132,7 @@ def fill_inbox(inbox_dir: Path, template: bytes, task_ids: list[str], count: int
         rev = revs[tid] = revs.get(tid, 1) + 1
         doc = dict(base, task_id=tid, revision=rev, report_id=f"rep-{tid}-r{rev}-bench{i:04d}",
                    summary=f"filler report {i} for the inbox-scaling bench")
-        path = inbox.deliver(inbox_dir, json.dumps(doc).encode(), tid, rev)
+        path = inbox.write_report(inbox_dir, json.dumps(doc).encode(), tid, rev)
         report = inbox.read_report(path)  # strict schema: fails loudly if the clone is wrong
         entry = inbox.maildir._entry(path, "new")
         assert entry is not None and entry.task_id == tid and entry.revision == rev, path.name

@@ -13,27 +13,26 @@ wrong line and still exit 0.
 from __future__ import annotations
 
 import contextlib
-import json
-import os
 import re
-import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from hunkwise import inbox
-from hunkwise.coordinator.review import newest_report, validate
+from hunkwise.coordinator import journal
+from hunkwise.coordinator.validation import Assessment, newest_report, validate
 from hunkwise.shared import git
 from hunkwise.shared.errors import CheckFailed, StateRefused
-from hunkwise.shared.git import checkout as git_checkout
 from hunkwise.shared.hunks.commitplan import Plan, plan_commit  # noqa: F401 - re-exported
-from hunkwise.shared.hunks.taskview import active_tasks, sync_ranges, view
+from hunkwise.shared.hunks.taskview import TreeView, active_tasks, sync_ranges, view
 from hunkwise.shared.state import store
 from hunkwise.shared.state.context import Ctx, get_task, iso
 from hunkwise.shared.state.models import (
+    AuditState,
     AuditVerdict,
     CheckResult,
     Recheck,
+    State,
     Task,
     TaskState,
     WorkReport,
@@ -44,14 +43,13 @@ from hunkwise.shared.work.recovery import kill_point
 
 MAX_ATTEMPTS = 5
 _TRAILER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*: \S")
-COMMIT_LOCK_WAIT_S = 600.0
 
 if TYPE_CHECKING:
     from hunkwise.shared.state.documents import (
         AcceptJournal,
         AcceptResult,
+        CommandResult,
         RecheckDoc,
-        Repaired,
     )
 
 
@@ -85,7 +83,7 @@ def approving_sessions(ctx: Ctx, task: Task, revision: int) -> list[str]:
     from hunkwise.shared.errors import CoordError
     from hunkwise.shared.state.context import session_role
 
-    if "approved" not in task.audit.values():
+    if AuditState.APPROVED not in task.audit.values():
         return []  # no role approved: no verdict can count, and no report is read for one
     newest: dict[str, str] = {}
     for e in inbox.find_task_reports(ctx.lay.inbox, task.id):
@@ -94,176 +92,39 @@ def approving_sessions(ctx: Ctx, task: Task, revision: int) -> list[str]:
         except CoordError:
             continue
         if (not isinstance(r, AuditVerdict) or r.revision != revision or not r.session or not r.role
-                or session_role(r.session) != r.role or task.audit.get(r.role) != "approved"):
+                or session_role(r.session) != r.role or task.audit.get(r.role) != AuditState.APPROVED):
             continue
         newest.pop(r.session, None)  # keeps the order of the newest verdicts
         newest[r.session] = r.verdict or ""
     return [s for s, v in newest.items() if v == "approve"]
 
 
-def reset_index_paths(ctx: Ctx, entries: dict[str, tuple[str, str] | None]) -> str | None:
-    """Make the real index hold HEAD's entries for exactly the committed paths.
-
-    Waits while someone holds index.lock; returns a warning instead of failing, since the
-    commit has landed by then and must be recorded either way.
-    """
-    wait = float(os.environ.get("COORD_INDEX_LOCK_WAIT", "10"))
-    deadline = time.monotonic() + wait
-    info = git.index_info(entries, ctx.repo)
-    while True:
-        rc, _ = git.run_rc(ctx.repo, "update-index", "-z", "--index-info", input=info)
-        if rc == 0:
-            return None
-        if time.monotonic() > deadline:
-            return ("committed, but the index stayed locked (index.lock) for "
-                    f"{wait:g}s; once it is free run: git reset -q -- "
-                    + " ".join(list(entries)[:5]))
-        time.sleep(0.05)
-
-
-# ---- the accept journal: a crash at any point is repaired by the next command ----------------
-# Written before HEAD moves, removed when everything after it is done. If it is still
-# there, HEAD tells whether the commit landed: then the task is marked accepted and the
-# committed paths of the index reset; either way its temporary checkout goes.
-
-def _journal(ctx: Ctx) -> Path:
-    return ctx.lay.root / "accept.json"
-
-
-def _write_journal(ctx: Ctx, doc: AcceptJournal) -> None:
-    store.ensure(ctx.lay)
-    store.atomic_write(_journal(ctx), json.dumps(doc).encode())
-
-
-def repair(ctx: Ctx) -> Repaired | None:
-    """Finish or undo what a crashed `coord accept` left; None when nothing was left.
-
-    Skipped while an accept runs (it holds the commit lock, and repairs first itself).
-    """
-    if not _journal(ctx).exists():
-        return None
-    try:
-        with store.locked(ctx.lay, timeout=0, name="commit"):
-            return settle_journal(ctx)
-    except StateRefused:
-        return None
-
-
-def settle_journal(ctx: Ctx) -> Repaired | None:
-    path = _journal(ctx)
-    try:
-        doc = store.strict_json_loads(path.read_bytes())
-        task_id, commit, paths = str(doc["task"]), str(doc["commit"]), list(doc["paths"])
-    except FileNotFoundError:
-        return None
-    except (ValueError, KeyError, TypeError):
-        path.unlink()  # torn before its rename cannot be: atomic_write; unreadable: drop it
-        return None
-    head = git.head(ctx.repo)
-    landed = head is not None and (head == commit or git.run_rc(
-        ctx.repo, "merge-base", "--is-ancestor", commit, head)[0] == 0)
-    if landed:
-        with store.locked(ctx.lay):
-            state = store.load(ctx.lay)
-            task = state.tasks.get(task_id)
-            if task is not None and task.state != TaskState.ACCEPTED:
-                _mark_accepted(ctx, state, task_id, commit)
-                store.save(ctx.lay, state)
-        assert head is not None
-        reset_index_paths(ctx, _entries_at(ctx, head, paths))
-        _finish(ctx, task_id)
-    if doc.get("recheck"):
-        _drop_checkout(ctx, Path(doc["recheck"]))
-    path.unlink()
-    return {"task": task_id, "commit": commit, "landed": landed}
-
-
-def _entries_at(ctx: Ctx, rev: str, paths: list[str]) -> dict[str, tuple[str, str] | None]:
-    """{path: (mode, oid) in REV, or None when absent} for exactly these paths."""
-    out: dict[str, tuple[str, str] | None] = dict.fromkeys(paths)
-    if not paths:
-        return out
-    raw = git.run(ctx.repo, "ls-tree", "-r", "-z", "--full-tree", rev, "--", *paths,
-                  env={"GIT_LITERAL_PATHSPECS": "1"})
-    for rec in raw.split(b"\0"):
-        if not rec:
-            continue
-        meta, _, name = rec.partition(b"\t")
-        mode, _kind, oid = meta.decode().split(" ")
-        p = os.fsdecode(name)
-        if p in out:
-            out[p] = (mode, oid)
-    return out
-
-
-def _mark_accepted(ctx: Ctx, state: Any, task_id: str, commit: str) -> None:
-    task = state.tasks[task_id]
-    task.state = TaskState.ACCEPTED
-    task.commit = commit
-    task.claim = None
-    task.saved = None
-    task.updated_at = store.now()
-    sync_ranges(ctx.repo, state)
-
-
-def _finish(ctx: Ctx, task_id: str) -> None:
-    recovery.forget(ctx.repo, task_id)
-    _archive_reports(ctx, task_id)
-    _prune_provenance(ctx)
-
-
-def _prune_provenance(ctx: Ctx) -> None:
-    """The hooks' record only grows: once it is large, the records of sessions that hold
-    no active task any more go (an accept is when sessions finish)."""
-    from hunkwise.shared.state import provenance
-
-    root = provenance.root_of(ctx.repo)
-    try:
-        if (root / provenance.FILE).stat().st_size <= provenance.PRUNE_AT:
-            return
-    except OSError:
-        return
-    state = store.load(ctx.lay)
-    live = {s for t in state.tasks.values() if t.active
-            for s in (t.session, t.claim.session if t.claim else None) if s}
-    provenance.prune(root, live, provenance.PRUNE_AT)
-
-
-def _archive_reports(ctx: Ctx, task_id: str) -> None:
-    for e in inbox.find_task_reports(ctx.lay.inbox, task_id):
-        inbox.archive(e)
-
-
 @contextlib.contextmanager
-def _recheck_checkout(ctx: Ctx, commit: str, journal: AcceptJournal) -> Iterator[Path]:
+def _recheck_checkout(ctx: Ctx, commit: str, written: AcceptJournal) -> Iterator[Path]:
     """A scratch checkout of `commit` (shared/work/checks.py): a temporary one is named in
     the journal before it exists, so a crash leaves nothing the next command does not remove."""
 
     def made(folder: Path) -> None:
-        journal["recheck"] = str(folder)
-        _write_journal(ctx, journal)
+        written["recheck"] = str(folder)
+        journal.write(ctx, written)
 
     try:
         with checkout(ctx.repo, ctx.lay.root, commit, ctx.config.checkout, made=made) as where:
             yield where
     finally:
-        if journal["recheck"] is not None:
-            journal["recheck"] = None
-            _write_journal(ctx, journal)
-
-
-def _drop_checkout(ctx: Ctx, parent: Path) -> None:
-    git_checkout.drop(ctx.repo, parent)
+        if written["recheck"] is not None:
+            written["recheck"] = None
+            journal.write(ctx, written)
 
 
 def _recheck(ctx: Ctx, task: Task, commit: str, revision: int,
-             journal: AcceptJournal) -> tuple[RecheckDoc, Recheck]:
+             written: AcceptJournal) -> tuple[RecheckDoc, Recheck]:
     """Run the task's checks on `commit` (HEAD + exactly its changes); raise CheckFailed,
     after keeping the failed recheck with the task, when one fails."""
     setup: CheckResult | None = None
     results: list[CheckResult] = []
     try:
-        with _recheck_checkout(ctx, commit, journal) as where:
+        with _recheck_checkout(ctx, commit, written) as where:
             kill_point("accept-recheck")
             results = run_checks(where, task.checks, ctx.config.checks.timeout_seconds,
                                  label="recheck")
@@ -288,7 +149,7 @@ def _recheck(ctx: Ctx, task: Task, commit: str, revision: int,
     return doc, kept
 
 
-def recheck_lines(checks: list[Any]) -> list[str]:
+def recheck_lines(checks: list[CommandResult]) -> list[str]:
     """One line per rechecked command and its result."""
     return [f"recheck {'pass' if c['passed'] else 'FAIL'}  {c['duration_s']:7.2f}s  "
             f"{c['command']}" + ("" if c["passed"] else f"  (exit {c['exit_code']})")
@@ -305,54 +166,26 @@ def _keep_recheck(ctx: Ctx, task_id: str, kept: Recheck) -> None:
 def accept(ctx: Ctx, task_id: str, *, message: str | None, recheck: bool | None) -> AcceptResult:
     from hunkwise.inbox import delivery
 
-    with store.locked(ctx.lay, timeout=COMMIT_LOCK_WAIT_S, name="commit"):
-        settle_journal(ctx)
+    with store.locked(ctx.lay, timeout=journal.COMMIT_LOCK_WAIT_S, name="commit"):
+        journal.settle(ctx)
         delivery.settle(ctx)  # a report its killed worker recorded but never published
         try:
             return _accept(ctx, task_id, message=message, recheck=recheck)
         finally:
             # Still there after an error: settle it now (a crash leaves it for the next
             # command instead).
-            settle_journal(ctx)
+            journal.settle(ctx)
 
 
 def _accept(ctx: Ctx, task_id: str, *, message: str | None, recheck: bool | None) -> AcceptResult:
+    """Validate, plan, write the journal, recheck, then move HEAD; from the top again
+    while HEAD moves meanwhile."""
     do_recheck = ctx.config.accept.recheck if recheck is None else recheck
     for _attempt in range(MAX_ATTEMPTS):
-        with store.locked(ctx.lay):
-            state = store.load(ctx.lay)
-            task = get_task(state, task_id, archive=ctx.lay)
-            if state.freeze is not None:
-                fz = state.freeze
-                raise StateRefused(f"coord accept {task_id} refused: release freeze of batch "
-                                   f"{fz.batch} in force since {iso(fz.at)} by {fz.by}; "
-                                   "coord thaw first")
-            if task.state == TaskState.ACCEPTED:
-                raise StateRefused(f"{task_id} is accepted already (commit {task.commit}); "
-                                   "nothing new to commit")
-            if task.state != TaskState.REPORTED:
-                raise StateRefused(f"{task_id} is {task.state}; only reported tasks can be accepted")
-            if sync_ranges(ctx.repo, state):
-                store.save(ctx.lay, state)
-        entry, report = newest_report(ctx, task_id, task=task)
-        tv = view(ctx.repo, active_tasks(state))
-        verdict = validate(ctx, state, task, report, tv)
-        findings = verdict.findings
-        if do_recheck and task.checks:
-            # The checks the worker skipped run here, on HEAD + exactly the task's changes.
-            findings = [f for f in findings if f.code != "checks-skipped"]
-        if findings:
-            codes = ", ".join(sorted({f.code for f in findings}))
-            first = findings[0]
-            raise CheckFailed(f"{task_id} is not valid ({codes}): "
-                              f"{first.path + ': ' if first.path else ''}{first.detail}; nothing staged")
-        assert verdict.selection is not None
-        mine = verdict.selection.changes
-        if not mine:
-            raise CheckFailed(f"{task_id} has no changes in the tree; nothing to commit: send it "
-                              f"back (coord request-changes {task_id} --note N), or close it "
-                              f"(coord reject {task_id} --note N)")
-        plan = plan_commit(ctx, tv, task_id, mine)
+        state, task = _reported(ctx, task_id)
+        report, tv, assessed = _validated(ctx, state, task, do_recheck)
+        assert assessed.selection is not None
+        plan = plan_commit(ctx, tv, task_id, assessed.selection.changes)
         head = tv.snap.head
         parents = ("-p", head) if head else ()
         commit = git.run(ctx.repo, "commit-tree", plan.tree, *parents,
@@ -360,58 +193,117 @@ def _accept(ctx: Ctx, task_id: str, *, message: str | None, recheck: bool | None
                                               approving_sessions(ctx, task, report.revision))
                          ).decode().strip()
         kill_point("accept-planned")
-        journal: AcceptJournal = {"task": task_id, "commit": commit, "head": head,
-                                   "revision": report.revision, "paths": plan.paths,
-                                   "recheck": None, "started": store.now()}
-        _write_journal(ctx, journal)
+        written: AcceptJournal = {"task": task_id, "commit": commit, "head": head,
+                                  "revision": report.revision, "paths": plan.paths,
+                                  "recheck": None, "started": store.now()}
+        journal.write(ctx, written)
         kill_point("accept-journal")
         recheck_doc: RecheckDoc = {"ran": False, "checks": []}
         kept: Recheck | None = None
         if do_recheck and task.checks:
-            recheck_doc, kept = _recheck(ctx, task, commit, report.revision, journal)
-        from hunkwise.coordinator.hooks import user_pre_commit
-
-        hooked = user_pre_commit(ctx, head, plan.tree)
-        if hooked is not None and not hooked.passed:
-            raise CheckFailed(f"{task_id}: the repository's pre-commit hook refused this commit "
-                              f"(exit {hooked.exit_code}); nothing committed",
-                              details=hooked.output_tail)
-        with store.locked(ctx.lay):
-            state = store.load(ctx.lay, reuse=state)  # unparsed when nobody wrote since
-            if state.freeze is not None:
-                raise StateRefused(f"coord accept {task_id} refused: a freeze began meanwhile")
-            now_task = state.tasks[task_id]
-            if now_task.state != TaskState.REPORTED or now_task.revision != report.revision:
-                raise StateRefused(f"{task_id} changed while it was being accepted (now "
-                                   f"{now_task.state}, revision {now_task.revision}); nothing "
-                                   "committed")
-            # One transaction moves HEAD (compare-and-swap) and drops the task's snapshot
-            # refs: both happen, or neither does.
-            moves = f"update HEAD {commit} {head or git.null_oid(ctx.repo)}\n" + "".join(
-                f"delete {ref}\n" for ref in recovery.task_refs(now_task))
-            rc, _ = git.run_rc(ctx.repo, "update-ref", "-m", f"coord accept {task_id}", "--stdin",
-                               input=moves.encode(), env={"HUNKWISE_COORDINATOR": "1"})
-            if rc != 0:
-                if git.head(ctx.repo) == head:
-                    raise StateRefused(f"git refused to move HEAD for {task_id} (a "
-                                       "reference-transaction hook?); nothing committed")
-                continue  # HEAD moved since the snapshot: start over
-            kill_point("accept-head-moved")
-            if kept is not None:
-                now_task.recheck = kept
-            _mark_accepted(ctx, state, task_id, commit)
-            store.save(ctx.lay, state)
+            recheck_doc, kept = _recheck(ctx, task, commit, report.revision, written)
+        _run_pre_commit_hook(ctx, task_id, head, plan.tree)
+        if not _move_head(ctx, state, task_id, report.revision, commit, head, kept):
+            continue  # HEAD moved since the snapshot: start over
         kill_point("accept-state-saved")
-        warning = reset_index_paths(ctx, plan.entries)
+        warning = journal.reset_index_paths(ctx, plan.entries)
         kill_point("accept-index-reset")
-        _archive_reports(ctx, task_id)
+        journal.archive_reports(ctx, task_id)
         kill_point("accept-finished")
-        _journal(ctx).unlink()
-        _prune_provenance(ctx)
-        notes = [f"{w.code}: {w.path + ': ' if w.path else ''}{w.detail}" for w in verdict.warnings]
+        journal.path(ctx).unlink()
+        journal.prune_provenance(ctx)
+        notes = [f"{w.code}: {w.path + ': ' if w.path else ''}{w.detail}" for w in assessed.warnings]
         doc: AcceptResult = {"commit": commit, "task": task_id, "paths": plan.paths,
-                               "revision": report.revision,
-                               "warnings": notes + ([warning] if warning else []),
-                               "recheck": recheck_doc}
+                             "revision": report.revision,
+                             "warnings": notes + ([warning] if warning else []),
+                             "recheck": recheck_doc}
         return doc
     raise StateRefused(f"HEAD kept moving while accepting {task_id} ({MAX_ATTEMPTS} tries); try again")
+
+
+def _reported(ctx: Ctx, task_id: str) -> tuple[State, Task]:
+    """The state and the task, refused unless it is reported and nothing is frozen; ranges
+    re-mapped to HEAD are saved."""
+    with store.locked(ctx.lay):
+        state = store.load(ctx.lay)
+        task = get_task(state, task_id, archive=ctx.lay)
+        if state.freeze is not None:
+            fz = state.freeze
+            raise StateRefused(f"coord accept {task_id} refused: release freeze of batch "
+                               f"{fz.batch} in force since {iso(fz.at)} by {fz.by}; "
+                               "coord thaw first")
+        if task.state == TaskState.ACCEPTED:
+            raise StateRefused(f"{task_id} is accepted already (commit {task.commit}); "
+                               "nothing new to commit")
+        if task.state != TaskState.REPORTED:
+            raise StateRefused(f"{task_id} is {task.state}; only reported tasks can be accepted")
+        if sync_ranges(ctx.repo, state):
+            store.save(ctx.lay, state)
+    return state, task
+
+
+def _validated(ctx: Ctx, state: State, task: Task,
+               do_recheck: bool) -> tuple[WorkReport, TreeView, Assessment]:
+    """The newest report, the tree and its validation; CheckFailed on any finding or when
+    the task has nothing in the tree."""
+    task_id = task.id
+    _entry, report = newest_report(ctx, task_id, task=task)
+    tv = view(ctx.repo, active_tasks(state))
+    assessed = validate(ctx, state, task, report, tv)
+    findings = assessed.findings
+    if do_recheck and task.checks:
+        # The checks the worker skipped run here, on HEAD + exactly the task's changes.
+        findings = [f for f in findings if f.code != "checks-skipped"]
+    if findings:
+        codes = ", ".join(sorted({f.code for f in findings}))
+        first = findings[0]
+        raise CheckFailed(f"{task_id} is not valid ({codes}): "
+                          f"{first.path + ': ' if first.path else ''}{first.detail}; nothing staged")
+    assert assessed.selection is not None
+    if not assessed.selection.changes:
+        raise CheckFailed(f"{task_id} has no changes in the tree; nothing to commit: send it "
+                          f"back (coord request-changes {task_id} --note N), or close it "
+                          f"(coord reject {task_id} --note N)")
+    return report, tv, assessed
+
+
+def _run_pre_commit_hook(ctx: Ctx, task_id: str, head: str | None, tree: str) -> None:
+    from hunkwise.coordinator.hooks import user_pre_commit
+
+    hooked = user_pre_commit(ctx, head, tree)
+    if hooked is not None and not hooked.passed:
+        raise CheckFailed(f"{task_id}: the repository's pre-commit hook refused this commit "
+                          f"(exit {hooked.exit_code}); nothing committed",
+                          details=hooked.output_tail)
+
+
+def _move_head(ctx: Ctx, state: State, task_id: str, revision: int, commit: str,
+               head: str | None, kept: Recheck | None) -> bool:
+    """Under the state lock, re-check the task, move HEAD and mark it accepted; False when
+    HEAD moved since the snapshot (nothing done)."""
+    with store.locked(ctx.lay):
+        state = store.load(ctx.lay, reuse=state)  # unparsed when nobody wrote since
+        if state.freeze is not None:
+            raise StateRefused(f"coord accept {task_id} refused: a freeze began meanwhile")
+        now_task = state.tasks[task_id]
+        if now_task.state != TaskState.REPORTED or now_task.revision != revision:
+            raise StateRefused(f"{task_id} changed while it was being accepted (now "
+                               f"{now_task.state}, revision {now_task.revision}); nothing "
+                               "committed")
+        # One transaction moves HEAD (compare-and-swap) and drops the task's snapshot
+        # refs: both happen, or neither does.
+        moves = f"update HEAD {commit} {head or git.null_oid(ctx.repo)}\n" + "".join(
+            f"delete {ref}\n" for ref in recovery.task_refs(now_task))
+        rc, _ = git.run_rc(ctx.repo, "update-ref", "-m", f"coord accept {task_id}", "--stdin",
+                           input=moves.encode(), env={"HUNKWISE_COORDINATOR": "1"})
+        if rc != 0:
+            if git.head(ctx.repo) == head:
+                raise StateRefused(f"git refused to move HEAD for {task_id} (a "
+                                   "reference-transaction hook?); nothing committed")
+            return False
+        kill_point("accept-head-moved")
+        if kept is not None:
+            now_task.recheck = kept
+        journal.mark_accepted(ctx, state, task_id, commit)
+        store.save(ctx.lay, state)
+    return True

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from hunkwise.shared import git
 from hunkwise.shared.errors import CoordError
@@ -26,12 +26,13 @@ from hunkwise.shared.work import checks
 
 if TYPE_CHECKING:
     from hunkwise.shared.state.documents import BisectProbe, BisectResult
+    from hunkwise.shared.state.models import State
 
 # How far back the first-parent history is read for the batch's task commits.
 MAX_HISTORY = 10_000
 
 
-def task_commits(ctx: Ctx, state: Any, fz: Freeze) -> list[tuple[str, str, str | None]]:
+def task_commits(ctx: Ctx, state: State, fz: Freeze) -> list[tuple[str, str, str | None]]:
     """The batch's task commits on the frozen commit's first-parent line, oldest first:
     (commit, task id, first parent)."""
     assert fz.commit is not None
@@ -80,7 +81,7 @@ def _alone(ctx: Ctx, commit: str, parent: str | None, base: str | None) -> str |
                    ).decode().strip()
 
 
-def bisect_batch(ctx: Ctx, state: Any, fz: Freeze, failing: list[str],
+def bisect_batch(ctx: Ctx, state: State, fz: Freeze, failing: list[str],
                  settings: config.Config) -> BisectResult:
     assert fz.commit is not None
     seq = task_commits(ctx, state, fz)
@@ -104,9 +105,7 @@ def bisect_batch(ctx: Ctx, state: Any, fz: Freeze, failing: list[str],
         # inputs changed between the commits.
         with checks.checkout(ctx.repo, ctx.lay.root, commit, settings.checkout,
                              reuse=True) as where:
-            from hunkwise.coordinator.freeze import run_commands
-
-            got = run_commands(where, failing, timeout, label="bisect", stop_early=True)
+            got = checks.run_commands(where, failing, timeout, label="bisect", stop_early=True)
         for c in got:
             ran.append({"commit": commit, "task": task, "alone": alone, "command": c["command"],
                         "exit_code": c["exit_code"], "passed": c["passed"],

@@ -39,6 +39,8 @@ from hunkwise.shared.state import store
 from hunkwise.shared.state.context import Ctx, iso
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from hunkwise.shared.state.documents import (
         BoardSignal,
         BoardState,
@@ -71,7 +73,7 @@ def is_loopback(host: str) -> bool:
 _heads: dict[str, ReportHead] = {}
 
 
-def _report_head(path: Any) -> ReportHead:
+def _report_head(path: Path) -> ReportHead:
     """status, title, kind of a pending report: read once per file (names never repeat)."""
     got = _heads.get(path.name)
     if got is None:
@@ -97,8 +99,7 @@ def board_state(ctx: Ctx, *, lost: list[LostWork] | None = None,
     from hunkwise import inbox
     from hunkwise.coordinator.launch import status_of
     from hunkwise.coordinator.notify import for_coordinator, last_verification
-    from hunkwise.coordinator.tasks import is_stale
-    from hunkwise.coordinator.watch import recent_events
+    from hunkwise.shared.state import events
 
     now = now or time.time()
     state = store.load(ctx.lay)
@@ -110,7 +111,7 @@ def board_state(ctx: Ctx, *, lost: list[LostWork] | None = None,
         tasks.append({**t.public(), "last_status": t.last_status, "claim": None if c is None else {
             "session": c.session, "opened": iso(c.opened), "heartbeat": iso(c.heartbeat),
             "heartbeat_age_s": round(now - c.heartbeat),
-            "ttl": c.ttl, "stale": is_stale(t, now)},
+            "ttl": c.ttl, "stale": t.stale(now)},
             # its launched agent (coordinator/launch.py), or None
             "agent": status_of(t) if t.launch is not None else None})
     pending, _odd = inbox.entries(ctx.lay.inbox, "new")
@@ -136,7 +137,7 @@ def board_state(ctx: Ctx, *, lost: list[LostWork] | None = None,
         "freeze": state.freeze.public() if state.freeze else None,
         "verify": last_verification(ctx.lay),
         "lost": lost or [],
-        "events": recent_events(ctx.lay, 10),
+        "events": events.recent(ctx.lay, 10),
     }
 
 
@@ -223,148 +224,161 @@ class Board:
         return doc
 
 
-def _handler(board: Board, loopback: bool) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        server_version = "hunkwise-board"
-        sys_version = ""
+class _Handler(BaseHTTPRequestHandler):
+    """The board's requests (a page, its fragment, its JSON, a decision's answer), behind
+    the Host and token gates. `_handler` makes one for a board."""
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-            pass  # quiet: stderr carries the readiness line and errors only
+    board: Board
+    loopback: bool
 
-        # ---- gates ----
-        def _host_ok(self) -> bool:
-            if not loopback:
-                return True
-            host = (self.headers.get("Host") or "").strip()
-            name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
-            return name.strip("[]").lower() in ("127.0.0.1", "localhost", "::1") or (
-                is_loopback(name.strip("[]")))
+    server_version = "hunkwise-board"
+    sys_version = ""
 
-        def _token_ok(self, query: dict[str, list[str]]) -> bool:
-            if board.token is None:
-                return True
-            given = [self.headers.get("X-Board-Token", ""), *query.get("token", [])]
-            auth = self.headers.get("Authorization", "")
-            if auth.startswith("Bearer "):
-                given.append(auth[7:])
-            for part in (self.headers.get("Cookie") or "").split(";"):
-                k, _, val = part.strip().partition("=")
-                if k == COOKIE:
-                    given.append(val)
-            want = board.token.encode()
-            return any(hmac.compare_digest(g.encode(), want) for g in given if g)
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        pass  # quiet: stderr carries the readiness line and errors only
 
-        def _send(self, code: int, body: bytes, ctype: str, extra: dict[str, str] | None = None,
-                  nonce: str = "") -> None:
-            self.send_response(code)
-            self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(len(body)))
-            self.send_header("Cache-Control", "no-store")
-            self.send_header("X-Content-Type-Options", "nosniff")
-            self.send_header("Referrer-Policy", "no-referrer")
-            self.send_header("X-Frame-Options", "DENY")
-            self.send_header("Content-Security-Policy",
-                             f"default-src 'none'; script-src 'nonce-{nonce}'; "
-                             f"style-src 'nonce-{nonce}'; connect-src 'self'; form-action 'self'; "
-                             "frame-ancestors 'none'; base-uri 'none'")
-            for k, val in (extra or {}).items():
-                self.send_header(k, val)
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(body)
+    # ---- gates ----
+    def _host_ok(self) -> bool:
+        if not self.loopback:
+            return True
+        host = (self.headers.get("Host") or "").strip()
+        name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+        return name.strip("[]").lower() in ("127.0.0.1", "localhost", "::1") or (
+            is_loopback(name.strip("[]")))
 
-        def _json(self, code: int, doc: Mapping[str, Any]) -> None:
-            self._send(code, json.dumps(doc, default=str).encode(), "application/json")
+    def _token_ok(self, query: dict[str, list[str]]) -> bool:
+        if self.board.token is None:
+            return True
+        given = [self.headers.get("X-Board-Token", ""), *query.get("token", [])]
+        auth = self.headers.get("Authorization", "")
+        if auth.startswith("Bearer "):
+            given.append(auth[7:])
+        for part in (self.headers.get("Cookie") or "").split(";"):
+            k, _, val = part.strip().partition("=")
+            if k == COOKIE:
+                given.append(val)
+        want = self.board.token.encode()
+        return any(hmac.compare_digest(g.encode(), want) for g in given if g)
 
-        def _gate(self) -> dict[str, list[str]] | None:
-            board.requests += 1
-            url = urlsplit(self.path)
-            query = parse_qs(url.query)
-            if not self._host_ok():
-                self._json(HTTPStatus.FORBIDDEN, {"error": "unexpected Host header"})
-                return None
-            if not self._token_ok(query):
-                self._json(HTTPStatus.UNAUTHORIZED, {"error": "access token required"})
-                return None
-            return query
+    def _send(self, code: int, body: bytes, ctype: str, extra: dict[str, str] | None = None,
+              nonce: str = "") -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        self.send_header("X-Content-Type-Options", "nosniff")
+        self.send_header("Referrer-Policy", "no-referrer")
+        self.send_header("X-Frame-Options", "DENY")
+        self.send_header("Content-Security-Policy",
+                         f"default-src 'none'; script-src 'nonce-{nonce}'; "
+                         f"style-src 'nonce-{nonce}'; connect-src 'self'; form-action 'self'; "
+                         "frame-ancestors 'none'; base-uri 'none'")
+        for k, val in (extra or {}).items():
+            self.send_header(k, val)
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
 
-        # ---- routes ----
-        def do_GET(self) -> None:  # noqa: N802
-            query = self._gate()
-            if query is None:
+    def _json(self, code: int, doc: Mapping[str, Any]) -> None:
+        self._send(code, json.dumps(doc, default=str).encode(), "application/json")
+
+    def _gate(self) -> dict[str, list[str]] | None:
+        self.board.requests += 1
+        url = urlsplit(self.path)
+        query = parse_qs(url.query)
+        if not self._host_ok():
+            self._json(HTTPStatus.FORBIDDEN, {"error": "unexpected Host header"})
+            return None
+        if not self._token_ok(query):
+            self._json(HTTPStatus.UNAUTHORIZED, {"error": "access token required"})
+            return None
+        return query
+
+    # ---- routes ----
+    def do_GET(self) -> None:  # noqa: N802
+        query = self._gate()
+        if query is None:
+            return
+        route = urlsplit(self.path).path
+        if route in ("/", "/index.html"):
+            extra = {}
+            if self.board.token and query.get("token"):
+                extra["Set-Cookie"] = f"{COOKIE}={self.board.token}; HttpOnly; SameSite=Strict; Path=/"
+            text, nonce = self.board.page()
+            self._send(HTTPStatus.OK, text.encode(), "text/html; charset=utf-8", extra, nonce)
+        elif route == "/fragment":
+            _doc, body, etag = self.board.snapshot()
+            if self.headers.get("If-None-Match") == etag:
+                self.send_response(HTTPStatus.NOT_MODIFIED)
+                self.send_header("ETag", etag)
+                self.end_headers()
                 return
-            route = urlsplit(self.path).path
-            if route in ("/", "/index.html"):
-                extra = {}
-                if board.token and query.get("token"):
-                    extra["Set-Cookie"] = f"{COOKIE}={board.token}; HttpOnly; SameSite=Strict; Path=/"
-                text, nonce = board.page()
-                self._send(HTTPStatus.OK, text.encode(), "text/html; charset=utf-8", extra, nonce)
-            elif route == "/fragment":
-                _doc, body, etag = board.snapshot()
-                if self.headers.get("If-None-Match") == etag:
-                    self.send_response(HTTPStatus.NOT_MODIFIED)
-                    self.send_header("ETag", etag)
-                    self.end_headers()
-                    return
-                self._send(HTTPStatus.OK, body.encode(), "text/html; charset=utf-8", {"ETag": etag})
-            elif route == "/state.json":
-                doc, _body, _etag = board.snapshot()
-                self._json(HTTPStatus.OK, doc)
-            else:
-                self._json(HTTPStatus.NOT_FOUND, {"error": "not found"})
+            self._send(HTTPStatus.OK, body.encode(), "text/html; charset=utf-8", {"ETag": etag})
+        elif route == "/state.json":
+            doc, _body, _etag = self.board.snapshot()
+            self._json(HTTPStatus.OK, doc)
+        else:
+            self._json(HTTPStatus.NOT_FOUND, {"error": "not found"})
 
-        do_HEAD = do_GET
+    do_HEAD = do_GET
 
-        def do_POST(self) -> None:  # noqa: N802
-            if self._gate() is None:
-                return
-            if urlsplit(self.path).path != "/decide":
-                self._json(HTTPStatus.NOT_FOUND, {"error": "not found"})
-                return
-            origin = self.headers.get("Origin")
-            if origin and urlsplit(origin).netloc != self.headers.get("Host"):
-                self._json(HTTPStatus.FORBIDDEN, {"error": "cross-origin request refused"})
-                return
-            try:
-                length = int(self.headers.get("Content-Length") or 0)
-            except ValueError:
-                length = -1
-            if not 0 < length <= MAX_BODY:
-                self._json(HTTPStatus.BAD_REQUEST, {"error": "body missing or too large"})
-                return
-            raw = self.rfile.read(length)
-            ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip()
-            form = ctype == "application/x-www-form-urlencoded"
-            try:
-                if form:
-                    q = parse_qs(raw.decode("utf-8"), keep_blank_values=True)
-                    data = {k: v[0] for k, v in q.items()}
-                elif ctype == "application/json":
-                    data = json.loads(raw)
-                else:
-                    raise ValueError("send JSON or a form")
-                if not isinstance(data, dict):
-                    raise ValueError("a JSON object is expected")
-            except (ValueError, UnicodeDecodeError) as err:
-                self._json(HTTPStatus.BAD_REQUEST, {"error": str(err)[:200]})
-                return
-            csrf = self.headers.get("X-CSRF-Token") or str(data.get("csrf") or "")
-            if not hmac.compare_digest(csrf.encode(), board.csrf.encode()):
-                self._json(HTTPStatus.FORBIDDEN, {"error": "missing or wrong CSRF token"})
-                return
-            decision, answer = str(data.get("decision") or ""), str(data.get("answer") or "")
-            try:
-                doc = board.decide(decision, answer)
-            except CoordError as err:
-                self._json(HTTPStatus.CONFLICT if err.exit_code == 3 else HTTPStatus.BAD_REQUEST,
-                           {"error": err.message, "code": err.exit_code})
-                return
+    def do_POST(self) -> None:  # noqa: N802
+        if self._gate() is None:
+            return
+        if urlsplit(self.path).path != "/decide":
+            self._json(HTTPStatus.NOT_FOUND, {"error": "not found"})
+            return
+        origin = self.headers.get("Origin")
+        if origin and urlsplit(origin).netloc != self.headers.get("Host"):
+            self._json(HTTPStatus.FORBIDDEN, {"error": "cross-origin request refused"})
+            return
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = -1
+        if not 0 < length <= MAX_BODY:
+            self._json(HTTPStatus.BAD_REQUEST, {"error": "body missing or too large"})
+            return
+        raw = self.rfile.read(length)
+        ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip()
+        form = ctype == "application/x-www-form-urlencoded"
+        try:
             if form:
-                self._send(HTTPStatus.SEE_OTHER, b"", "text/plain", {"Location": "./"})
+                q = parse_qs(raw.decode("utf-8"), keep_blank_values=True)
+                data = {k: v[0] for k, v in q.items()}
+            elif ctype == "application/json":
+                data = json.loads(raw)
             else:
-                self._json(HTTPStatus.OK, doc)
+                raise ValueError("send JSON or a form")
+            if not isinstance(data, dict):
+                raise ValueError("a JSON object is expected")
+        except (ValueError, UnicodeDecodeError) as err:
+            self._json(HTTPStatus.BAD_REQUEST, {"error": str(err)[:200]})
+            return
+        csrf = self.headers.get("X-CSRF-Token") or str(data.get("csrf") or "")
+        if not hmac.compare_digest(csrf.encode(), self.board.csrf.encode()):
+            self._json(HTTPStatus.FORBIDDEN, {"error": "missing or wrong CSRF token"})
+            return
+        decision, answer = str(data.get("decision") or ""), str(data.get("answer") or "")
+        try:
+            doc = self.board.decide(decision, answer)
+        except CoordError as err:
+            self._json(HTTPStatus.CONFLICT if err.exit_code == 3 else HTTPStatus.BAD_REQUEST,
+                       {"error": err.message, "code": err.exit_code})
+            return
+        if form:
+            self._send(HTTPStatus.SEE_OTHER, b"", "text/plain", {"Location": "./"})
+        else:
+            self._json(HTTPStatus.OK, doc)
 
+
+
+def _handler(board: Board, loopback: bool) -> type[BaseHTTPRequestHandler]:
+    class Handler(_Handler):
+        pass
+
+    Handler.board = board
+    Handler.loopback = loopback
     return Handler
 
 

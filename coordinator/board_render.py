@@ -77,28 +77,55 @@ def _agent_cell(t: BoardTask) -> str:
 
 def render(doc: BoardState, csrf: str) -> str:
     """The board's HTML (without the page around it). Cells are escaped by `e` alone."""
-    out: list[str] = []
-    fz = doc["freeze"]
-    v = doc["verify"]
+    # Decisions first, after the summary: they are what the supervisor is here for.
+    out = [_summary(doc), _decisions(doc, csrf), _freeze(doc), _tasks(doc)]
+    # Inbox, signals, lost work, events.
+    rows = [[e(r["task_id"]), e(f'r{r["revision"]}'), e(r["kind"] or "task"),
+             e(r["status"]), e(r["title"]), _since(r["delivered"])] for r in doc["inbox"]["queue"]]
+    out.append('<section id="inbox"><h2>Inbox queue</h2>'
+               + _table("inbox", ["task", "rev", "kind", "status", "title", "age"], rows,
+                        "inbox empty") + "</section>")
+    rows = [[e(s["id"]), e(s["from"]), e(s["to"]) + (" ★" if s["for_coordinator"] else ""),
+             e(s["type"]), e(s["about"]), e(s["payload"])] for s in doc["signals"]]
+    out.append('<section id="signals"><h2>Pending signals</h2>'
+               + _table("signals", ["id", "from", "to", "type", "about", "payload"], rows,
+                        "no pending signals") + "</section>")
+    rows = [[e(lost["task"]), e(", ".join(lost["paths"])), f'<code>coord restore {e(lost["task"])}</code>']
+            for lost in doc["lost"]]
+    out.append('<section id="lost"><h2>Lost work</h2>'
+               + _table("lost", ["task", "paths", "to bring it back"], rows, "none") + "</section>")
+    rows = [[e(ev.get("at")), e(ev.get("kind")), e(ev.get("path")), e(ev.get("detail"))]
+            for ev in reversed(doc["events"])]
+    out.append('<section id="events"><h2>Recent events</h2>'
+               + _table("events", ["at", "kind", "path", "detail"], rows, "none") + "</section>")
+    return "\n".join(out)
+
+
+def _summary(doc: BoardState) -> str:
+    """At a glance: what waits, what went stale, what was lost."""
     waiting = len(doc["decisions"])
     stale = sum(1 for t in doc["tasks"] if t["claim"] and t["claim"]["stale"])
     exited = sum(1 for t in doc["tasks"] if (t.get("agent") or {}).get("problem"))
+
     def pill(alert: bool, n: int, one: str, many: str) -> str:
         return (f'<li class="pill{" alert" if alert else ""}"><b>{e(n)}</b> '
                 f'{e(one if n == 1 else many)}</li>')
 
-    out.append('<section class="summary"><h2>At a glance</h2><ul>'
-               + pill(bool(waiting), waiting, "decision waiting", "decisions waiting")
-               + pill(bool(stale), stale, "stale claim", "stale claims")
-               + (pill(True, exited, "agent exited without a report",
-                       "agents exited without a report") if exited else "")
-               + pill(False, doc["inbox"]["pending"], "report in the inbox", "reports in the inbox")
-               + pill(bool(doc["lost"]), len(doc["lost"]), "task with lost work", "tasks with lost work")
-               + pill(False, doc["interventions"], "intervention this batch",
-                      "interventions this batch")
-               + f'<li class="meta">repo <b>{e(doc["repo"])}</b>, batch {e(doc["batch"])}'
-               '</li></ul></section>')
-    # Decisions first: they are what the supervisor is here for.
+    return ('<section class="summary"><h2>At a glance</h2><ul>'
+            + pill(bool(waiting), waiting, "decision waiting", "decisions waiting")
+            + pill(bool(stale), stale, "stale claim", "stale claims")
+            + (pill(True, exited, "agent exited without a report",
+                    "agents exited without a report") if exited else "")
+            + pill(False, doc["inbox"]["pending"], "report in the inbox", "reports in the inbox")
+            + pill(bool(doc["lost"]), len(doc["lost"]), "task with lost work", "tasks with lost work")
+            + pill(False, doc["interventions"], "intervention this batch",
+                   "interventions this batch")
+            + f'<li class="meta">repo <b>{e(doc["repo"])}</b>, batch {e(doc["batch"])}'
+            '</li></ul></section>')
+
+
+def _decisions(doc: BoardState, csrf: str) -> str:
+    """The decisions waiting, each with a form to answer it."""
     rows, dattrs = [], []
     for d in doc["decisions"]:
         form = (f'<form class="decide" method="post" action="decide" data-dec="{e(d["id"])}">'
@@ -108,10 +135,15 @@ def render(doc: BoardState, csrf: str) -> str:
                 f'aria-label="answer to {e(d["id"])}"><button type="submit">Answer</button></form>')
         rows.append([e(d["id"]), e(d["task"]), e(d["kind"]), e(d["question"]), e(d["session"]), form])
         dattrs.append(f' data-dec="{e(d["id"])}"')
-    out.append('<section id="decisions"><h2>Decisions waiting</h2>'
-               + _table("decisions", ["id", "task", "kind", "question", "asked by", "answer"],
-                        rows, "no decision waits", dattrs) + "</section>")
-    # Freeze and verify.
+    return ('<section id="decisions"><h2>Decisions waiting</h2>'
+            + _table("decisions", ["id", "task", "kind", "question", "asked by", "answer"],
+                     rows, "no decision waits", dattrs) + "</section>")
+
+
+def _freeze(doc: BoardState) -> str:
+    """The freeze in force, and the last verify."""
+    fz = doc["freeze"]
+    v = doc["verify"]
     if fz:
         frz = (f'<p class="alert">frozen: batch {e(fz["batch"])} at <code>{e((fz["commit"] or "")[:12])}</code> '
                f'by {e(fz["by"])} since {e(iso(fz["at"]))}'
@@ -126,8 +158,11 @@ def render(doc: BoardState, csrf: str) -> str:
                + "".join(f"<br>problem: {e(p)}" for p in v["problems"] if not v["ok"]) + "</p>")
     else:
         ver = "<p>no verify recorded</p>"
-    out.append(f'<section id="freeze"><h2>Freeze and verify</h2>{frz}{ver}</section>')
-    # Tasks by state.
+    return f'<section id="freeze"><h2>Freeze and verify</h2>{frz}{ver}</section>'
+
+
+def _tasks(doc: BoardState) -> str:
+    """The tasks, grouped by state in the order work moves."""
     by_state: dict[str, list[BoardTask]] = {}
     for t in doc["tasks"]:
         by_state.setdefault(t["state"], []).append(t)
@@ -153,28 +188,8 @@ def render(doc: BoardState, csrf: str) -> str:
                      f'<span class="count">{len(by_state[st])}</span></h3>'
                      + _table("tasks", ["task", "title", "grants", "session", "claim"],
                               rows, "", attrs))
-    out.append('<section id="tasks"><h2>Tasks</h2>' + ("".join(parts) or '<p class="empty">no tasks</p>')
-               + "</section>")
-    # Inbox, signals, lost work, events.
-    rows = [[e(r["task_id"]), e(f'r{r["revision"]}'), e(r["kind"] or "task"),
-             e(r["status"]), e(r["title"]), _since(r["delivered"])] for r in doc["inbox"]["queue"]]
-    out.append('<section id="inbox"><h2>Inbox queue</h2>'
-               + _table("inbox", ["task", "rev", "kind", "status", "title", "age"], rows,
-                        "inbox empty") + "</section>")
-    rows = [[e(s["id"]), e(s["from"]), e(s["to"]) + (" ★" if s["for_coordinator"] else ""),
-             e(s["type"]), e(s["about"]), e(s["payload"])] for s in doc["signals"]]
-    out.append('<section id="signals"><h2>Pending signals</h2>'
-               + _table("signals", ["id", "from", "to", "type", "about", "payload"], rows,
-                        "no pending signals") + "</section>")
-    rows = [[e(lost["task"]), e(", ".join(lost["paths"])), f'<code>coord restore {e(lost["task"])}</code>']
-            for lost in doc["lost"]]
-    out.append('<section id="lost"><h2>Lost work</h2>'
-               + _table("lost", ["task", "paths", "to bring it back"], rows, "none") + "</section>")
-    rows = [[e(ev.get("at")), e(ev.get("kind")), e(ev.get("path")), e(ev.get("detail"))]
-            for ev in reversed(doc["events"])]
-    out.append('<section id="events"><h2>Recent events</h2>'
-               + _table("events", ["at", "kind", "path", "detail"], rows, "none") + "</section>")
-    return "\n".join(out)
+    return ('<section id="tasks"><h2>Tasks</h2>' + ("".join(parts) or '<p class="empty">no tasks</p>')
+            + "</section>")
 
 
 def page_template() -> str:

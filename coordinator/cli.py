@@ -256,81 +256,90 @@ def status(everything: bool, brief: bool, send: bool, as_json: bool, repo: str |
         return
     shown = tasks.status(_ctx(repo), everything=everything)
 
-    def human(d: StatusResult) -> str:
-        def claim(t: StatusTask) -> str:
-            if t["stale"]:
-                return "stale"
-            if t["claim_age_s"] is None:
-                return ""
-            return "reported" if t["state"] == "reported" else f"{t['claim_age_s']:.0f}s"
+    emit(shown, as_json, _status_text, paint=paint_states)
 
-        def agent(t: StatusTask) -> str:
-            a = t.get("agent")
-            if not a:
-                return ""
-            return f"{a['agent']} " + ("EXITED" if a["problem"] else a["state"])
 
-        rows = [(t["id"], t["state"], t["batch"], t["session"], claim(t), agent(t),
-                 ", ".join(t["grants"])) for t in d["tasks"]]
-        out = [table(rows, ("task", "state", "batch", "session", "claim", "agent", "grants"))
-               if rows else "no tasks"]
-        for t in d["tasks"]:
-            a = t.get("agent")
-            if a and a["problem"]:
-                out.append(f"{t['id']}: {a['problem']} ({a['agent']}, pid {a['pid']}); "
-                           f"coord stop {t['id']} releases the claim; log {a['log']}:")
-                out += [f"    {line}" for line in a["log_tail"].split("\n") if line]
-        placed = [(t["id"], p) for t in d["tasks"] for p in t.get("places", [])]
-        if placed:
-            from hunkwise.shared.hunks.places import place_text
+def _tasks_text(d: StatusResult) -> list[str]:
+    """`coord status`'s table of tasks, each launched agent's problem, each line grant's place."""
 
-            out.append("line grants (HEAD: as granted; tree: where those lines are now):")
-            out += [f"  {tid}  {place_text(p)}" for tid, p in placed]
-        if d.get("hidden_tasks"):
-            out.append(f"({d['hidden_tasks']} finished task(s) of earlier batches: coord status --all)")
-        fz = d["freeze"]
-        if fz:
-            age = time.time() - fz["at"]
-            out.append(f"freeze: batch {fz['batch']} at {fz['commit'] and fz['commit'][:12]} "
-                       f"by {fz['by']}, {age / 60:.0f} min ago (coord thaw lifts it)")
-        else:
-            out.append("freeze: none")
-        out.append(f"inbox: {d['inbox']['pending']} pending")
-        if d["decisions_open"] or d["interventions"]:
-            out.append(f"decisions: {d['decisions_open']} open; human interventions this batch: "
-                       f"{d['interventions']}")
-        for u in d["unowned"]:
-            out.append(f"unowned: {u['path']} ({u['kind']}{', lines ' + u['lines'] if u['lines'] else ''})")
-        for c in d["conflicts"]:
-            where = f" lines {c['lines']}" if c["lines"] else ""
-            out.append(f"conflict: {c['path']}{where} between {', '.join(c['tasks'])}")
-        for a in d.get("ambiguous", []):
-            out.append(f"ambiguous: {a['path']} lines {a['lines']} could be "
-                       f"{' or '.join(a['tasks'])}'s (committed only for the one whose report "
-                       "alone claims it)")
-        for lost in d["lost"]:
-            out.append(f"lost: {lost['task']}'s recorded changes are gone from "
-                       f"{', '.join(lost['paths'])} (coord restore {lost['task']})")
-        for ev in d.get("events", [])[-5:]:
-            out.append(f"event {ev['at']}: {ev['kind']}: {ev['path']}")
-        if d["index_dirty"]:
-            from hunkwise.coordinator.review import staged_text
+    def claim(t: StatusTask) -> str:
+        if t["stale"]:
+            return "stale"
+        if t["claim_age_s"] is None:
+            return ""
+        return "reported" if t["state"] == "reported" else f"{t['claim_age_s']:.0f}s"
 
-            out.append(f"index: staged by someone else: {staged_text(d['staged'])} (nothing "
-                       "can be accepted until they are unstaged: git restore --staged -- PATH...)")
-        for sm in d.get("submodules", []):
-            what = " and ".join(w for w, on in (("modified files", sm["modified"]),
-                                                ("untracked files", sm["untracked"])) if on)
-            out.append(f"submodule: {sm['path']} holds {what} inside it; hunkwise sees only "
-                       "its pointer: commit inside the submodule (its own repository)")
-        if d.get("settings_problem"):
-            out.append(f"problem: {d['settings_problem']}")
-        if d.get("config_differs"):
-            out.append("warning: coord.toml in the working tree differs from HEAD's; settings "
-                       "come from HEAD until the edit is committed")
-        return "\n".join(out)
+    def agent(t: StatusTask) -> str:
+        a = t.get("agent")
+        if not a:
+            return ""
+        return f"{a['agent']} " + ("EXITED" if a["problem"] else a["state"])
 
-    emit(shown, as_json, human, paint=paint_states)
+    rows = [(t["id"], t["state"], t["batch"], t["session"], claim(t), agent(t),
+             ", ".join(t["grants"])) for t in d["tasks"]]
+    out = [table(rows, ("task", "state", "batch", "session", "claim", "agent", "grants"))
+           if rows else "no tasks"]
+    for t in d["tasks"]:
+        a = t.get("agent")
+        if a and a["problem"]:
+            out.append(f"{t['id']}: {a['problem']} ({a['agent']}, pid {a['pid']}); "
+                       f"coord stop {t['id']} releases the claim; log {a['log']}:")
+            out += [f"    {line}" for line in a["log_tail"].split("\n") if line]
+    placed = [(t["id"], p) for t in d["tasks"] for p in t.get("places", [])]
+    if placed:
+        from hunkwise.shared.hunks.places import place_text
+
+        out.append("line grants (HEAD: as granted; tree: where those lines are now):")
+        out += [f"  {tid}  {place_text(p)}" for tid, p in placed]
+    return out
+
+
+def _status_text(d: StatusResult) -> str:
+    """`coord status` as text: the tasks, then the batch's and the tree's state."""
+    out = _tasks_text(d)
+    if d.get("hidden_tasks"):
+        out.append(f"({d['hidden_tasks']} finished task(s) of earlier batches: coord status --all)")
+    fz = d["freeze"]
+    if fz:
+        age = time.time() - fz["at"]
+        out.append(f"freeze: batch {fz['batch']} at {fz['commit'] and fz['commit'][:12]} "
+                   f"by {fz['by']}, {age / 60:.0f} min ago (coord thaw lifts it)")
+    else:
+        out.append("freeze: none")
+    out.append(f"inbox: {d['inbox']['pending']} pending")
+    if d["decisions_open"] or d["interventions"]:
+        out.append(f"decisions: {d['decisions_open']} open; human interventions this batch: "
+                   f"{d['interventions']}")
+    for u in d["unowned"]:
+        out.append(f"unowned: {u['path']} ({u['kind']}{', lines ' + u['lines'] if u['lines'] else ''})")
+    for c in d["conflicts"]:
+        where = f" lines {c['lines']}" if c["lines"] else ""
+        out.append(f"conflict: {c['path']}{where} between {', '.join(c['tasks'])}")
+    for a in d.get("ambiguous", []):
+        out.append(f"ambiguous: {a['path']} lines {a['lines']} could be "
+                   f"{' or '.join(a['tasks'])}'s (committed only for the one whose report "
+                   "alone claims it)")
+    for lost in d["lost"]:
+        out.append(f"lost: {lost['task']}'s recorded changes are gone from "
+                   f"{', '.join(lost['paths'])} (coord restore {lost['task']})")
+    for ev in d.get("events", [])[-5:]:
+        out.append(f"event {ev['at']}: {ev['kind']}: {ev['path']}")
+    if d["index_dirty"]:
+        from hunkwise.coordinator.validation import staged_text
+
+        out.append(f"index: staged by someone else: {staged_text(d['staged'])} (nothing "
+                   "can be accepted until they are unstaged: git restore --staged -- PATH...)")
+    for sm in d.get("submodules", []):
+        what = " and ".join(w for w, on in (("modified files", sm["modified"]),
+                                            ("untracked files", sm["untracked"])) if on)
+        out.append(f"submodule: {sm['path']} holds {what} inside it; hunkwise sees only "
+                   "its pointer: commit inside the submodule (its own repository)")
+    if d.get("settings_problem"):
+        out.append(f"problem: {d['settings_problem']}")
+    if d.get("config_differs"):
+        out.append("warning: coord.toml in the working tree differs from HEAD's; settings "
+                   "come from HEAD until the edit is committed")
+    return "\n".join(out)
 
 
 # ---- the inbox -------------------------------------------------------------------------

@@ -56,7 +56,7 @@ def _check_settings(ctx: Ctx, entries: dict[str, tuple[str, str] | None]) -> Non
 
 
 def commit_own(ctx: Ctx, paths: list[str], message: str) -> CommitResult:
-    from hunkwise.coordinator.accept import COMMIT_LOCK_WAIT_S, reset_index_paths
+    from hunkwise.coordinator.journal import COMMIT_LOCK_WAIT_S, reset_index_paths
 
     if not message.strip():
         raise UsageError("-m must give a commit message")

@@ -4,7 +4,7 @@ session and lets a task blocked on it start again."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 from hunkwise.coordinator.sessions import coordinator_session
 from hunkwise.shared.errors import StateRefused, UsageError
@@ -15,6 +15,7 @@ from hunkwise.shared.state.signals import send
 
 if TYPE_CHECKING:
     from hunkwise.shared.state.documents import DecideResult, DecisionDoc, DecisionsResult
+    from hunkwise.shared.state.models import Decision
 
 
 def decisions(ctx: Ctx, *, include_answered: bool) -> DecisionsResult:
@@ -62,7 +63,7 @@ def _decide(ctx: Ctx, dec_id: str, answer: str) -> DecideResult:
     return {"decision": dec.public(), "reopened": reopened}
 
 
-def _reopen_blocked(state: State, dec: Any) -> str | None:
+def _reopen_blocked(state: State, dec: Decision) -> str | None:
     """A task that reported `blocked` waiting on this decision can start again, with the
     answer among its notes: ask -> blocked -> decide -> worker start, no dead end."""
     from hunkwise.shared.state.models import Note

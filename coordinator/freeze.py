@@ -15,7 +15,6 @@ import hashlib
 import json
 import re
 import signal
-import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,7 +24,6 @@ from hunkwise import inbox
 from hunkwise.shared import git
 from hunkwise.shared.errors import StateRefused, UsageError
 from hunkwise.shared.hunks import diff, snapshot
-from hunkwise.shared.proc import run_command
 from hunkwise.shared.state import config, store
 from hunkwise.shared.state.context import Ctx, env_session, iso, machine_name
 from hunkwise.shared.state.models import Freeze, SignalType, TaskState
@@ -41,8 +39,8 @@ if TYPE_CHECKING:
         ThawResult,
         VerifyResult,
     )
+    from hunkwise.shared.state.models import State
 
-TAIL_LINES = 40
 # Characters XML 1.0 forbids (terminal colours, for one, print ESC).
 _XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
@@ -102,7 +100,7 @@ def freeze(ctx: Ctx, *, defer_running: bool) -> FreezeResult:
 SESSION_KEEP_S = 7 * 24 * 3600
 
 
-def _archive_closed(ctx: Ctx, state: Any, closed: int) -> int:
+def _archive_closed(ctx: Ctx, state: State, closed: int) -> int:
     """Move what the closed batch finished out of the state: finished tasks, delivered
     signals, answered decisions, sessions idle for a week. The state every command parses
     then stays the size of the work in flight; `--all` views read the archive too."""
@@ -235,29 +233,12 @@ def _terminated(signum: int, frame: object) -> None:
     raise KeyboardInterrupt  # unwinds through the cleanup of the checkout and the command
 
 
-def run_commands(where: Path, commands: list[str], timeout: float, *, label: str = "verify",
-                 stop_early: bool = False) -> list[CommandResult]:
-    """Run commands in a checkout, each streamed to stderr; their results."""
-    results: list[CommandResult] = []
-    for i, cmd in enumerate(commands, 1):
-        sys.stderr.write(f"{label} [{i}/{len(commands)}] {cmd}\n")
-        ran = run_command(cmd, where, timeout, label=f"{i}", tail_lines=TAIL_LINES)
-        code, secs, tail = ran.exit_code, ran.duration_s, ran.tail
-        results.append({"command": cmd, "exit_code": code, "duration_s": secs,
-                        "passed": code == 0, "output_tail": "\n".join(tail)})
-        sys.stderr.write(f"{label} [{i}/{len(commands)}] "
-                         f"{'pass' if code == 0 else 'FAIL'} in {secs:.1f}s\n")
-        if stop_early and code != 0:
-            break
-    return results
-
-
 def _run_all(ctx: Ctx, commit: str, settings: config.Config, results: list[CommandResult],
              problems: list[str], extra: dict[str, Any]) -> None:
     cfg = settings.verify
     try:
         with checks.checkout(ctx.repo, ctx.lay.root, commit, settings.checkout) as where:
-            results += run_commands(where, cfg.commands, cfg.timeout_seconds)
+            results += checks.run_commands(where, cfg.commands, cfg.timeout_seconds)
     except checks.SetupFailed as e:
         problems.append(f"setup: {e.message}")
         r = e.result
@@ -301,7 +282,7 @@ def _final_check(ctx: Ctx, fz: Freeze, head: str | None,
     return deferred_edits
 
 
-def _split_deferred(ctx: Ctx, state: Any, fz: Freeze, tree: str,
+def _split_deferred(ctx: Ctx, state: State, fz: Freeze, tree: str,
                     changed: list[str]) -> tuple[list[str], list[DeferredEdit]]:
     """Which changed paths changed only by deferred tasks' edits inside their own grants."""
     from collections import Counter

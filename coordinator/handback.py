@@ -7,7 +7,7 @@ for the next report that comes back), and validation runs as for any report.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from hunkwise.shared import git
 from hunkwise.shared.hunks.taskview import active_tasks, identities_of_selection, select, view
@@ -17,8 +17,11 @@ from hunkwise.shared.state.context import Ctx
 from hunkwise.shared.state.models import Saved
 from hunkwise.shared.work import recovery
 
+if TYPE_CHECKING:
+    from hunkwise.shared.state.models import WorkReport
 
-def bring_back(ctx: Ctx, task_id: str, report: Any) -> list[str]:
+
+def bring_back(ctx: Ctx, task_id: str, report: WorkReport) -> list[str]:
     with store.locked(ctx.lay, name="commit"):
         state = store.load(ctx.lay)
         task = state.tasks[task_id]

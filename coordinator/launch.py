@@ -34,6 +34,7 @@ from hunkwise.shared.state.models import Launch, Task, TaskState
 
 if TYPE_CHECKING:
     from hunkwise.shared.state.documents import NotifyEvent
+    from hunkwise.shared.state.models import Checkpoint
 
 STARTABLE = (TaskState.ASSIGNED, TaskState.CHANGES_REQUESTED)
 TMUX_SESSION = "hunkwise"
@@ -453,7 +454,7 @@ def _claim(ctx: Ctx, task_id: str, session: str) -> dict[str, Any]:
     return dict(doc)
 
 
-def _release(ctx: Ctx, before: Task, session: str, handoff: Any) -> None:
+def _release(ctx: Ctx, before: Task, session: str, handoff: Checkpoint | None) -> None:
     """Undo a claim this launch took (its process never started or was ended): the task
     as it was before (`before`), so a later start takes it as the first one would."""
     with store.transaction(ctx.lay) as state:

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
         SendResult,
         VerifySummary,
     )
+    from hunkwise.shared.state.models import State
 
 OUTBOX = "notify.json"
 VERIFICATIONS = "verifications"
@@ -139,14 +140,12 @@ def _verify_event(name: str, doc: dict[str, Any]) -> NotifyEvent:
 
 def collect(ctx: Ctx, *, with_lost: bool = False, now: float | None = None) -> list[NotifyEvent]:
     """Every event the state holds now (reports excepted: the watcher reads the inbox)."""
-    from hunkwise.coordinator.tasks import is_stale
-
     now = now or time.time()
     state = store.load(ctx.lay)
     out: list[NotifyEvent] = []
     for t in sorted(state.tasks.values(), key=lambda t: t.id):
         c = t.claim
-        if c is not None and is_stale(t, now):
+        if c is not None and t.stale(now):
             age = now - c.heartbeat
             out.append(event("stale-claim", f"stale:{t.id}:{c.session}:{int(c.opened)}",
                              f"claim went stale: {t.id} by {c.session}, no heartbeat for "
@@ -182,7 +181,7 @@ def collect(ctx: Ctx, *, with_lost: bool = False, now: float | None = None) -> l
     return out
 
 
-def lost_events(ctx: Ctx, state: Any) -> list[NotifyEvent]:
+def lost_events(ctx: Ctx, state: State) -> list[NotifyEvent]:
     from hunkwise.coordinator.restore import lost_tasks
     from hunkwise.shared.hunks.taskview import active_tasks, view
 
@@ -347,9 +346,9 @@ class Notifier:
         return sinks + [sink_name(u) for u in urls]
 
     def _record(self, kind: str, path: str, detail: str) -> None:
-        from hunkwise.coordinator.watch import record_event
+        from hunkwise.shared.state import events
 
-        record_event(self.ctx.lay, kind, path, detail)
+        events.append(self.ctx.lay, kind, path, detail)
         self.say(f"event: {kind}: {path} ({detail})")
 
     def offer(self, events: list[NotifyEvent]) -> list[NotifyEvent]:

@@ -7,7 +7,7 @@ it back, touching nothing else.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from hunkwise.shared import git
 from hunkwise.shared.errors import StateRefused, UsageError
@@ -18,10 +18,12 @@ from hunkwise.shared.state.models import TaskState
 from hunkwise.shared.work import recovery
 
 if TYPE_CHECKING:
+    from hunkwise.shared.hunks.taskview import TreeView
     from hunkwise.shared.state.documents import LostWork, RestoreResult
+    from hunkwise.shared.state.models import State, Task
 
 
-def lost_tasks(ctx: Ctx, tasks: list[Any], tv: Any, state: Any = None) -> list[LostWork]:
+def lost_tasks(ctx: Ctx, tasks: list[Task], tv: TreeView, state: State | None = None) -> list[LostWork]:
     """Active tasks whose recorded changes (reported or not) are partly gone from the tree.
 
     `coord status` calls this with its tree view (and the state it read), so it also

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from hunkwise.coordinator.accept import reset_index_paths, settle_journal
+from hunkwise.coordinator import journal
 from hunkwise.shared import git
 from hunkwise.shared.errors import StateRefused, UsageError
 from hunkwise.shared.git import objects
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 def revert(ctx: Ctx, task_id: str) -> RevertResult:
     with store.locked(ctx.lay, name="commit"):
-        settle_journal(ctx)  # a crashed accept first: its task may be the one reverted
+        journal.settle(ctx)  # a crashed accept first: its task may be the one reverted
         return _revert(ctx, task_id)
 
 
@@ -91,7 +91,7 @@ def _revert(ctx: Ctx, task_id: str) -> RevertResult:
                            env={"HUNKWISE_COORDINATOR": "1"})
         if rc != 0:
             raise StateRefused("HEAD moved while reverting; try again")
-        warning = reset_index_paths(ctx, entries)
+        warning = journal.reset_index_paths(ctx, entries)
         tree_left = _update_tree(ctx, head, entries, moved_by_path)
         sync_ranges(ctx.repo, state)
         task.notes.append(_note_reverted(new))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from hunkwise.shared.errors import StateRefused, UsageError
 from hunkwise.shared.hunks.taskview import active_tasks, view
@@ -20,7 +20,7 @@ from hunkwise.shared.state.context import (
     machine_name,
     session_role,
 )
-from hunkwise.shared.state.models import Checkpoint, SignalType, State, TaskState
+from hunkwise.shared.state.models import AuditState, Checkpoint, SignalType, State, TaskState
 from hunkwise.shared.state.signals import close as close_signal
 from hunkwise.shared.state.signals import handoff_file, send, write_handoff
 
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         RecoverResult,
         SignalDoc,
     )
+    from hunkwise.shared.state.models import Signal
 
 COORDINATOR = "coordinator"
 
@@ -61,7 +62,7 @@ def recover(ctx: Ctx, task_id: str, note: str, *, live_ok: bool = False) -> Reco
                     "released_reservation": was}
         if task.state != TaskState.IN_PROGRESS or c is None:
             raise StateRefused(f"{task_id} is {task.state} with no claim to recover")
-        if time.time() - c.heartbeat <= c.ttl and not live_ok:
+        if not c.stale(time.time()) and not live_ok:
             raise StateRefused(f"{task_id} is claimed by live session {c.session} "
                                f"(heartbeat {time.time() - c.heartbeat:.0f}s ago, ttl {c.ttl}s); "
                                "a live claim is never taken over")
@@ -86,7 +87,7 @@ def recover(ctx: Ctx, task_id: str, note: str, *, live_ok: bool = False) -> Reco
             "stale_session": c.session}
 
 
-def _for_coordinator(sig: Any) -> bool:
+def _for_coordinator(sig: Signal) -> bool:
     """Addressed to the coordinator: a coordinator session, its role, or everyone."""
     to = sig.to
     if to == "*":
@@ -153,7 +154,7 @@ def audit(ctx: Ctx, task_id: str, roles: list[str]) -> AuditResult:
         if not task.active:
             raise StateRefused(f"{task_id} is {task.state}; nothing to audit")
         for role, target in asked:
-            task.audit[role] = "pending"
+            task.audit[role] = AuditState.PENDING
             sig = send(state, sender=coordinator_session(), to=target, kind=SignalType.READY_FOR_REVIEW,
                        about=task_id, payload=f"audit {task_id}: {task.title}")
             sent.append(sig.public())
@@ -197,7 +198,7 @@ def render_index(state: State, now: float | None = None, *, everything: bool = F
         row: list[object] = [c.session, _machine(c.session), t.id, t.state,
                              ", ".join(str(g) for g in t.grants), iso(c.opened),
                              f"{now - c.heartbeat:.0f}s"]
-        (stale if now - c.heartbeat > c.ttl else live).append(row)
+        (stale if c.stale(now) else live).append(row)
     lines = ["# Session index", "", f"Generated {iso(now)} from the coordinator state "
              "(a view: the state is the truth; other machines' claims and signals as of "
              "the last sync).", "", "## Active claims", ""]

@@ -11,7 +11,7 @@ from hunkwise.shared.errors import StateRefused, UsageError
 from hunkwise.shared.hunks.diff import looks_binary
 from hunkwise.shared.hunks.globs import glob_matches
 from hunkwise.shared.hunks.ownership import find_conflicts
-from hunkwise.shared.hunks.taskview import active_tasks, sync_ranges, view
+from hunkwise.shared.hunks.taskview import TreeView, active_tasks, sync_ranges, view
 from hunkwise.shared.state import config, store
 from hunkwise.shared.state.context import Ctx
 from hunkwise.shared.state.models import (
@@ -28,6 +28,7 @@ from hunkwise.shared.state.models import (
 )
 
 if TYPE_CHECKING:
+    from hunkwise.shared.hunks.diff import Hunk
     from hunkwise.shared.state.documents import (
         AssignResult,
         BlockedOn,
@@ -432,21 +433,12 @@ def _grant_key(state: State) -> list[tuple[str, bool, list[str]]]:
     return sorted((t.id, t.exclusive, [str(g) for g in t.grants]) for t in active_tasks(state))
 
 
-def is_stale(task: Task, now: float | None = None) -> bool:
-    """A claim whose heartbeat is older than its TTL while its task is in progress. A
-    worker that reported was told to stop: its claim is kept only so it may amend its
-    report, and its silence is no sign of trouble (issue 26)."""
-    if task.claim is None or task.state != TaskState.IN_PROGRESS:
-        return False
-    return (now or time.time()) - task.claim.heartbeat > task.claim.ttl
-
-
 def task_row(task: Task, now: float) -> TaskRow:
-    return {**task.public(), "stale": is_stale(task, now),
+    return {**task.public(), "stale": task.stale(now),
             "claim_age_s": round(now - task.claim.heartbeat, 1) if task.claim else None}
 
 
-def lines_of(h: Any) -> str | None:
+def lines_of(h: Hunk | None) -> str | None:
     """A hunk's old lines as people count them: `135-137`, or `after 12` for an insertion."""
     if h is None:
         return None
@@ -467,9 +459,9 @@ def status(ctx: Ctx, *, everything: bool = False) -> StatusResult:
 
     repaired = None
     if (ctx.lay.root / "accept.json").exists():
-        from hunkwise.coordinator.accept import repair
+        from hunkwise.coordinator import journal
 
-        repaired = repair(ctx)
+        repaired = journal.repair(ctx)
     delivery.settle(ctx)
     state = store.load(ctx.lay)
     sync_ranges(ctx.repo, state)
@@ -484,46 +476,13 @@ def status(ctx: Ctx, *, everything: bool = False) -> StatusResult:
     ambiguous: list[ContestedChange] = [
         {"path": a.change.path, "tasks": a.tasks, "lines": lines_of(a.hunk)}
         for a in tv.attribution.ambiguous]
-    shown = [t for t in state.tasks.values()
-             if everything or t.active or t.batch >= state.batch]
-    # Finished tasks of closed batches live in the archive (moved there at thaw): shown
-    # with --all, counted among the hidden ones without it.
-    archive = store.archived(ctx.lay, "task")  # read once
-    archived_ids = {d["id"] for d in archive
-                    if isinstance(d.get("id"), str) and d["id"] not in state.tasks}
-    if everything:
-        have = {t.id for t in shown}
-        old = {d["id"]: d for d in archive if d.get("id") not in have}
-        shown += [Task.model_validate(d) for d in old.values()]
-    hidden = 0 if everything else (len(state.tasks) - len(shown)) + len(archived_ids)
-    rows: list[StatusTask] = []
-    from hunkwise.coordinator.launch import status_of
-    from hunkwise.shared.hunks.places import places
-    from hunkwise.shared.machines.chains import machine_of, mirror
-    from hunkwise.shared.state.context import machine_name
-
-    where = places(ctx.repo, active_tasks(state), tv.changes, tv.snap.tree)
-    mirrored, me = mirror(ctx)["tasks"], machine_name()
-    for t in sorted(shown, key=lambda t: (not t.active, t.id)):
-        row = task_row(t, now)
-        rows.append({
-            **row,
-            # Each line grant in HEAD's lines and the working tree's, with its landmark.
-            "places": where.get(t.id, []),
-            # Whose claim (or last session) on which machine; which machine coordinates it.
-            "machine": machine_of(t.claim.session if t.claim else t.session),
-            "coordinator": mirrored.get(t.id, me),
-            # Finished but never reported: a stale claim whose changes sit in the tree.
-            "unreported_changes": bool(row["stale"] and t.state == TaskState.IN_PROGRESS
-                                       and tv.task_changes(t.id)),
-            # Its launched agent: running, reported, or exited without a report.
-            "agent": status_of(t) if t.launch is not None else None,
-        })
+    shown, hidden = _shown(ctx, state, everything)
+    rows = _status_rows(ctx, state, tv, shown, now)
     from hunkwise.coordinator.restore import lost_tasks
-    from hunkwise.coordinator.watch import recent_events
+    from hunkwise.shared.state import events
 
     return {
-        "events": recent_events(ctx.lay),
+        "events": events.recent(ctx.lay),
         "lost": lost_tasks(ctx, list(state.tasks.values()), tv, state),
         "tasks": rows,
         "interventions": state.interventions.get(str(state.batch), 0),
@@ -545,6 +504,52 @@ def status(ctx: Ctx, *, everything: bool = False) -> StatusResult:
         # Settings at HEAD that do not load stop assign, start and the rest: say so here.
         "settings_problem": config.problem(ctx.repo),
     }
+
+
+def _shown(ctx: Ctx, state: State, everything: bool) -> tuple[list[Task], int]:
+    """The tasks `coord status` shows, and how many it hides."""
+    shown = [t for t in state.tasks.values()
+             if everything or t.active or t.batch >= state.batch]
+    # Finished tasks of closed batches live in the archive (moved there at thaw): shown
+    # with --all, counted among the hidden ones without it.
+    archive = store.archived(ctx.lay, "task")  # read once
+    archived_ids = {d["id"] for d in archive
+                    if isinstance(d.get("id"), str) and d["id"] not in state.tasks}
+    if everything:
+        have = {t.id for t in shown}
+        old = {d["id"]: d for d in archive if d.get("id") not in have}
+        shown += [Task.model_validate(d) for d in old.values()]
+    hidden = 0 if everything else (len(state.tasks) - len(shown)) + len(archived_ids)
+    return shown, hidden
+
+
+def _status_rows(ctx: Ctx, state: State, tv: TreeView, shown: list[Task],
+                 now: float) -> list[StatusTask]:
+    """One row per task shown: active ones first, each with where its grants stand."""
+    from hunkwise.coordinator.launch import status_of
+    from hunkwise.shared.hunks.places import places
+    from hunkwise.shared.machines.chains import machine_of, mirror
+    from hunkwise.shared.state.context import machine_name
+
+    rows: list[StatusTask] = []
+    where = places(ctx.repo, active_tasks(state), tv.changes, tv.snap.tree)
+    mirrored, me = mirror(ctx)["tasks"], machine_name()
+    for t in sorted(shown, key=lambda t: (not t.active, t.id)):
+        row = task_row(t, now)
+        rows.append({
+            **row,
+            # Each line grant in HEAD's lines and the working tree's, with its landmark.
+            "places": where.get(t.id, []),
+            # Whose claim (or last session) on which machine; which machine coordinates it.
+            "machine": machine_of(t.claim.session if t.claim else t.session),
+            "coordinator": mirrored.get(t.id, me),
+            # Finished but never reported: a stale claim whose changes sit in the tree.
+            "unreported_changes": bool(row["stale"] and t.state == TaskState.IN_PROGRESS
+                                       and tv.task_changes(t.id)),
+            # Its launched agent: running, reported, or exited without a report.
+            "agent": status_of(t) if t.launch is not None else None,
+        })
+    return rows
 
 
 def brief(ctx: Ctx, *, width: int = 100, most: int = 8) -> BriefResult:
@@ -572,7 +577,7 @@ def brief(ctx: Ctx, *, width: int = 100, most: int = 8) -> BriefResult:
             age = now - t.claim.heartbeat
             claims.append({"task": t.id, "session": t.claim.session, "age_s": round(age),
                            "machine": t.claim.session.rpartition("@")[2],
-                           "stale": is_stale(t, now), "state": str(t.state)})
+                           "stale": t.stale(now), "state": str(t.state)})
     decisions: list[BriefDecision] = [
         {"id": d.id, "task": d.task, "kind": d.kind, "question": d.question}
         for d in state.decisions if d.state == "open"]

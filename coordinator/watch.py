@@ -20,57 +20,22 @@ import queue
 import re
 import sys
 import time
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from hunkwise import inbox
 from hunkwise.shared import git
 from hunkwise.shared.hunks.globs import grant_covers
 from hunkwise.shared.output import one_line
-from hunkwise.shared.state import store
-from hunkwise.shared.state.context import Ctx, iso
+from hunkwise.shared.state import events, store
+from hunkwise.shared.state.context import Ctx
 
 if TYPE_CHECKING:
     from hunkwise.shared.state.documents import ReportArrival, WatchEvent, WatchResult
 
-EVENTS = "events.jsonl"
 SEEN = "watch-seen.json"
-MAX_EVENTS_SHOWN = 20
 DEDUPE_S = 2.0
 # Lost work needs a view of the whole tree: look for it at most this often.
 LOST_EVERY_S = 30.0
-
-
-def record_event(lay: store.Layout, kind: str, path: str, detail: str = "") -> WatchEvent:
-    ev: WatchEvent = {"at": iso(time.time()), "kind": kind, "path": path, "detail": detail}
-    line = (json.dumps(ev) + "\n").encode()
-    store.ensure(lay)
-    # One O_APPEND write per event: concurrent writers never interleave within a line.
-    fd = os.open(lay.root / EVENTS, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, line)
-    finally:
-        os.close(fd)
-    return ev
-
-
-def recent_events(lay: store.Layout, n: int = MAX_EVENTS_SHOWN) -> list[WatchEvent]:
-    try:
-        with open(lay.root / EVENTS, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            size = f.tell()
-            f.seek(max(0, size - 64 * 1024))
-            lines = f.read().split(b"\n")
-    except FileNotFoundError:
-        return []
-    out: list[WatchEvent] = []
-    for raw in lines[-(n + 1):]:
-        try:
-            ev = json.loads(raw)
-        except ValueError:
-            continue
-        if isinstance(ev, dict):
-            out.append(cast("WatchEvent", ev))  # a line record_event wrote
-    return out[-n:]
 
 
 def _load_seen(lay: store.Layout) -> set[str]:
@@ -195,7 +160,7 @@ class Watcher:
         if now - self._last.get(key, -1e9) < DEDUPE_S:
             return  # one write raises several events (create, modify, close)
         self._last[key] = now
-        ev = record_event(self.lay, kind, path, detail)
+        ev = events.append(self.lay, kind, path, detail)
         self.events.append(ev)
         self.out.write(f"event: {kind}: {one_line(path)}"
                        f"{' (' + one_line(detail) + ')' if detail else ''}\n")

@@ -6,7 +6,6 @@ from .maildir import (
     Staged,
     adopt,
     archive,
-    deliver,
     drop,
     entries,
     find_task_reports,
@@ -20,8 +19,9 @@ from .maildir import (
     stage,
     sweep_tmp,
     take,
+    write_report,
 )
 
-__all__ = ["Entry", "MAX_REPORT_BYTES", "Staged", "adopt", "archive", "deliver", "drop", "entries",
+__all__ = ["Entry", "MAX_REPORT_BYTES", "Staged", "adopt", "archive", "drop", "entries",
            "find_task_reports", "link", "publish", "published", "quarantine", "read_report", "reports_by_task",
-           "retire", "stage", "sweep_tmp", "take"]
+           "retire", "stage", "sweep_tmp", "take", "write_report"]

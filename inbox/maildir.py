@@ -47,8 +47,10 @@ def _host() -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "-", hostname())[:64] or "host"
 
 
-def deliver(inbox: Path, payload: bytes, task_id: str, revision: int) -> Path:
-    """Write a report atomically into `new/` and return its final path."""
+def write_report(inbox: Path, payload: bytes, task_id: str, revision: int) -> Path:
+    """Write a report atomically into `new/` and return its final path: staged and
+    published at once, for a report no state records on its way (`delivery.deliver` is
+    the three steps of a worker's delivery)."""
     return publish(stage(inbox, payload, task_id, revision, lasting=False))
 
 
@@ -90,7 +92,7 @@ def stage(inbox: Path, payload: bytes, task_id: str, revision: int, *,
     """Write a report into `tmp/` under a new unique name, fsync it, and keep it locked.
 
     `lasting`: fsync `tmp/` too, so its name survives a crash before `publish` (the state
-    may record it in between; `deliver` publishes at once and needs no more)."""
+    may record it in between; `write_report` publishes at once and needs no more)."""
     if len(payload) > MAX_REPORT_BYTES:
         raise UsageError(f"report for {task_id} is {len(payload)} bytes, over the "
                          f"{MAX_REPORT_BYTES} byte limit")

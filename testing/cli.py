@@ -96,3 +96,15 @@ def succeeded(r: Result) -> Result:
 def error_message(r: Result) -> str:
     """The message of the `{"error": ...}` document a failing command printed."""
     return str(r.doc["error"]["message"])
+
+
+def assign_and_start(coord: Cli, worker: Cli, repo: Path, tid: str, grant: str,
+                     edit: Callable[[], object] = lambda: None, *, check: str | None = None,
+                     session: str | None = None) -> None:
+    """Assign a task of one grant (and one check), start it (as `session`), then `edit`."""
+    args = ["assign", tid, "--title", tid, "--expect", "e", "--write", grant]
+    if check:
+        args += ["--check", check]
+    assert coord(repo, *args).code == 0
+    assert worker(repo, "start", tid, *(["--session", session] if session else [])).code == 0
+    edit()

@@ -83,7 +83,7 @@ def play(sc: Story, grants: dict[str, list[Grant]], differ: Differ, evidence: An
     what it is asked with `answer`); then the tasks are accepted in a random order, and
     after every accept HEAD must be exactly the base plus the accepted tasks' edits.
     Returns (accepted, refused tasks, questions asked)."""
-    from hunkwise.coordinator.review import assess
+    from hunkwise.coordinator.validation import assess
     from hunkwise.shared.hunks.taskview import (
         decide_boundaries,
         identities_of_selection,

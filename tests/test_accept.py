@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from testing.cli import Cli, error_message, ok
+from testing.cli import Cli, assign_and_start, error_message, ok
 from testing.env import BIN
 from testing.repo import MakeRepo, git, git_bytes, numbered, set_line, write
 from testing.wait import wait_until
@@ -1300,3 +1300,17 @@ def test_index_lock_held_too_long_leaves_a_consistent_state(make_repo: MakeRepo,
     assert "index.lock" in r.stderr and "git reset -q -- f.txt" in r.stderr
     t = task_doc(coord, repo, "A")
     assert (t["state"], t["commit"]) == ("accepted", head(repo))
+
+
+def test_accept_refuses_a_task_sent_back_while_it_was_being_accepted(make_repo, coord, worker) -> None:
+    repo = make_repo({"a.txt": "1\n"})
+    # The recheck itself sends the task back, deterministically inside accept's window.
+    check = f"{BIN / 'coord'} request-changes A --note again --repo {repo}"
+    assign_and_start(coord, worker, repo, "A", "a.txt", lambda: write(repo, "a.txt", "2\n"), check=check)
+    assert worker(repo, "done", "A", "--no-run-checks").code == 0
+    head = git(repo, "rev-parse", "HEAD")
+    r = coord(repo, "accept", "A", "--recheck")
+    assert r.code == 3 and "changed while it was being accepted" in r.doc["error"]["message"]
+    assert git(repo, "rev-parse", "HEAD") == head
+    tasks = {t["id"]: t for t in coord(repo, "status").doc["tasks"]}
+    assert tasks["A"]["state"] == "changes_requested"

@@ -326,3 +326,10 @@ def test_repo_option_works_from_another_directory(repo: Path, tmp_path: Path) ->
     assert r.doc["task"]["grants"] == ["f.txt:1-2"]
     r = run_cli("coord", outside, "status")
     refused(r, 2)
+
+
+def test_a_range_on_a_binary_file_is_refused(make_repo, coord) -> None:
+    repo = make_repo({"b.bin": b"\x00\x01\x02\n\x03\n"})
+    r = coord(repo, "assign", "A", "--title", "t", "--expect", "e", "--write", "b.bin:1-1")
+    assert r.code == 2 and "binary" in r.doc["error"]["message"]
+    assert json.loads(coord(repo, "status").stdout)["tasks"] == []

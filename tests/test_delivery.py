@@ -9,19 +9,23 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hunkwise.inbox import maildir
+from hunkwise.inbox import delivery, maildir
 from hunkwise.shared.state import store
 
-from testing.cli import Cli, ok, run_cli
-from testing.env import BIN
-from testing.repo import MakeRepo, git, numbered, set_line
+from testing.cli import Cli, assign_and_start, ok, run_cli
+from testing.env import BIN, ROOT
+from testing.repo import MakeRepo, git, numbered, set_line, write
 
+SESS_A = "sess-20260101-0900-worker@box-a"
+SESS_B = "sess-20260101-0901-worker@box-b"
 STEPS = ["worker-staged", "worker-recorded", "worker-delivered"]
 
 
@@ -124,6 +128,52 @@ def test_a_staged_report_is_taken_over_only_once_its_writer_is_gone(make_repo: M
     assert answered == [None]
 
 
+def test_deliver_keeps_what_the_state_took_and_drops_the_rest(tmp_path: Path) -> None:
+    """The three steps in one call: a report the record step links stays (made durable),
+    one it leaves is published by `publish` when given, else dropped; when the record step
+    fails, only what it linked stays. Nothing is ever left in tmp/."""
+    box = tmp_path / "inbox"
+    drafts = [delivery.Draft(b'{"n": 1}', "A", 1), delivery.Draft(b'{"n": 2}', "B", 1)]
+
+    def link_first(d: delivery.Delivery) -> str:
+        d.link(d.staged[0])
+        return "taken"
+
+    result, paths = delivery.deliver(box, drafts, link_first, lasting=False)
+    assert result == "taken" and [p.read_bytes() for p in paths.values()] == [b'{"n": 1}']
+    assert len(list((box / "new").iterdir())) == 1 and list((box / "tmp").iterdir()) == []
+
+    _, paths = delivery.deliver(box, drafts[1:], lambda d: None, publish=maildir.publish)
+    assert [p.read_bytes() for p in paths.values()] == [b'{"n": 2}']
+
+    def link_then_fail(d: delivery.Delivery) -> None:
+        d.link(d.staged[1])
+        raise RuntimeError("the state refused")
+
+    with pytest.raises(RuntimeError):
+        delivery.deliver(box, drafts, link_then_fail, publish=maildir.publish)
+    assert len(list((box / "new").iterdir())) == 3 and list((box / "tmp").iterdir()) == []
+
+
+def test_settle_runs_once_per_command(make_repo: MakeRepo, coord: Cli, worker: Cli,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first settle of a command reads the state when tmp/ holds something; a second
+    call with the same context (the same command) does not look again."""
+    from hunkwise.shared.state.context import open_repo
+
+    repo = started(make_repo, coord, worker)
+    tmp = repo / ".git" / "coord" / "inbox" / "tmp"
+    tmp.mkdir(parents=True, exist_ok=True)
+    (tmp / "left-by-a-killed-writer").write_bytes(b"{}")
+    loads: list[object] = []
+    real = store.load
+    monkeypatch.setattr(store, "load", lambda lay: loads.append(lay) or real(lay))
+    ctx = open_repo(str(repo))
+    assert delivery.settle(ctx) == [] and ctx.settled and len(loads) == 1
+    assert delivery.settle(ctx) == [] and len(loads) == 1
+    assert delivery.settle(open_repo(str(repo))) == [] and len(loads) == 2  # a new command
+
+
 # ---- two at once -----------------------------------------------------------------------
 
 def test_concurrent_dones_of_one_task_never_deliver_one_revision_twice(
@@ -194,3 +244,22 @@ def test_worker_done_holds_the_state_lock_for_the_state_alone(
     assert [row["revision"] for row in ok(coord(repo, "inbox"))["reports"]] == [2, 1]
     tasks = {t["id"]: t for t in ok(coord(repo, "status"))["tasks"]}
     assert tasks["C"]["grants"] == ["c.txt:5-6"]
+
+
+def test_a_done_in_flight_loses_to_a_recovery(make_repo, coord, worker) -> None:
+    repo = make_repo({"a.txt": "1\n"})
+    # The check outlives the claim (aged past its TTL, as age_claims does), then another
+    # session recovers and restarts the task.
+    age = (f"import sys; sys.path.insert(0, {str(ROOT)!r}); from pathlib import Path; "
+           f"from testing.state import age_claims; age_claims(Path({str(repo)!r}), 'A')")
+    check = (f"{shlex.quote(sys.executable)} -c {shlex.quote(age)} && "
+             # the coordinator acting meanwhile (coord refuses its commands to the worker)
+             f"HUNKWISE_COORDINATOR=1 {BIN / 'coord'} recover A --repo {repo} >/dev/null && "
+             f"{BIN / 'worker'} start A --session {SESS_B} --repo {repo} >/dev/null")
+    assign_and_start(coord, worker, repo, "A", "a.txt", lambda: write(repo, "a.txt", "2\n"), check=check,
+          session=SESS_A)
+    r = worker(repo, "done", "A", session=SESS_A)
+    assert r.code == 3, r.stdout + r.stderr
+    assert not list((repo / ".git" / "coord" / "inbox" / "new").iterdir())
+    tasks = {t["id"]: t for t in coord(repo, "status").doc["tasks"]}
+    assert (tasks["A"]["state"], tasks["A"]["session"]) == ("in_progress", SESS_B)

@@ -23,12 +23,13 @@ from typing import Any
 
 import pytest
 
-from testing.cli import Cli, Result, error_message, succeeded
+from testing.cli import Cli, Result, assign_and_start, error_message, succeeded
 from testing.env import BIN
 from testing.project import FAILING_CHECK, project, verify_toml
 from testing.repo import MakeRepo, git, numbered, write
 from testing.wait import wait_until
 
+SESS_A = "sess-20260101-0900-worker@box-a"
 FREEZER = "sess-20260101-0900-release@ci"
 W1 = "sess-20260101-0900-worker@box1"
 W2 = "sess-20260101-0900-worker@box2"
@@ -743,3 +744,30 @@ def test_no_report_lands_after_freeze_returns_while_eight_workers_race(
     assert len(met) >= n_proc // 2, f"too few workers met the freeze: {sorted(met)}"
     assert all(e["rc"] == 3 for e in after), [e for e in after if e["rc"] != 3]
     assert all("freeze" in e["err"] for e in after), [e["err"] for e in after]
+
+
+def test_verify_runs_the_frozen_commits_commands(make_repo, coord, worker) -> None:
+    repo = make_repo({"coord.toml": '[verify]\ncommands = ["test -f marker"]\n'})
+    assign_and_start(coord, worker, repo, "A", "coord.toml",
+          lambda: write(repo, "coord.toml", '[verify]\ncommands = ["true"]\n'))
+    assert coord(repo, "freeze", "--defer-running").code == 0
+    r = coord(repo, "verify")
+    assert r.code == 1
+    assert [c["command"] for c in r.doc["commands"]] == ["test -f marker"]
+
+
+def test_what_changes_no_code_is_allowed_while_frozen(make_repo, coord, worker) -> None:
+    """Was: heartbeat, checkpoint and ask were refused during a freeze, so a reported
+    task's claim expired during a long verify."""
+    repo = make_repo({"a.txt": "1\n", "coord.toml": '[verify]\ncommands = ["true"]\n'})
+    assign_and_start(coord, worker, repo, "A", "a.txt", lambda: write(repo, "a.txt", "2\n"), session=SESS_A)
+    assert worker(repo, "done", "A", session=SESS_A).code == 0
+    assert coord(repo, "freeze").code == 0
+    assert worker(repo, "heartbeat", "A", session=SESS_A).code == 0
+    assert worker(repo, "checkpoint", "A", "--next", "resume a.txt", session=SESS_A).code == 0
+    assert worker(repo, "ask", "A", "--question", "ship it?", session=SESS_A).code == 0
+    assert worker(repo, "signal", "--to", "*", "--type", "BLOCKED_ON", "--about", "A",
+                  session=SESS_A).code == 0
+    assert worker(repo, "signals", "--ack", session=SESS_A).code == 0
+    v = coord(repo, "verify")
+    assert v.code == 0, v.doc["problems"]  # none of it touched the frozen set

@@ -115,7 +115,7 @@ def drop(repo: Path, payload: bytes, task_id: str, rev: int, t_ns: int | None = 
 def deliver(repo: Path, doc: dict[str, Any]) -> Path:
     from hunkwise import inbox
 
-    p = inbox.deliver(inbox_dir(repo), json.dumps(doc).encode(), doc["task_id"], doc["revision"])
+    p = inbox.write_report(inbox_dir(repo), json.dumps(doc).encode(), doc["task_id"], doc["revision"])
     hand_out(repo, doc["task_id"], doc["revision"], p.name)
     return p
 
@@ -223,7 +223,7 @@ def hang(src, dst, **kw):  # the process dies here: written and fsynced, never l
 os.link = hang
 os.rename = hang
 os.replace = hang
-maildir.deliver(Path(sys.argv[1]), Path(sys.argv[2]).read_bytes(), sys.argv[3], int(sys.argv[4]))
+maildir.write_report(Path(sys.argv[1]), Path(sys.argv[2]).read_bytes(), sys.argv[3], int(sys.argv[4]))
 """
 
 
@@ -280,7 +280,7 @@ def test_deliver_never_overwrites_and_leaves_nothing_in_tmp(make_repo) -> None:
 
     repo, r1 = reported_repo(make_repo)
     payload = json.dumps(r1).encode()
-    paths = {inbox.deliver(inbox_dir(repo), payload, "t1", 1) for _ in range(20)}
+    paths = {inbox.write_report(inbox_dir(repo), payload, "t1", 1) for _ in range(20)}
     assert len(paths) == 20
     assert len(files_in(repo, "new")) == 21
     assert files_in(repo, "tmp") == []
@@ -293,7 +293,7 @@ def test_deliver_refuses_oversized_payload(make_repo) -> None:
 
     repo, _ = reported_repo(make_repo)
     with pytest.raises(UsageError):
-        inbox.deliver(inbox_dir(repo), b" " * (inbox.MAX_REPORT_BYTES + 1), "t1", 2)
+        inbox.write_report(inbox_dir(repo), b" " * (inbox.MAX_REPORT_BYTES + 1), "t1", 2)
     assert len(files_in(repo, "new")) == 1
     assert files_in(repo, "tmp") == []
 
@@ -629,3 +629,20 @@ def test_review_of_report_claiming_a_change_outside_its_grant(make_repo, coord) 
     r = coord(repo, "review", "t1")
     assert r.code == 1
     assert "outside-grant" in codes(r)
+
+
+def test_coord_inbox_sweeps_what_a_killed_writer_left_in_tmp(make_repo, coord) -> None:
+    import os
+    import time
+
+    repo = make_repo({"a.txt": "1\n"})
+    assert coord(repo, "init").code == 0
+    tmp = repo / ".git" / "coord" / "inbox" / "tmp"
+    old, fresh = tmp / "old-partial", tmp / "fresh-partial"
+    old.write_bytes(b'{"half')
+    fresh.write_bytes(b'{"half')
+    two_days_ago = time.time() - 48 * 3600
+    os.utime(old, (two_days_ago, two_days_ago))
+    r = coord(repo, "inbox")
+    assert r.code == 0 and r.doc["reports"] == []
+    assert not old.exists() and fresh.exists()  # a writer may still be busy with a fresh one

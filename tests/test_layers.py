@@ -3,12 +3,16 @@
 `shared/` is cut by concern into sub-packages; each may import only the layers below it, as
 this one table says. A new import that crosses the plan fails here with the file and line,
 so the layering is kept by the suite rather than by memory (docs/design.md, "The house").
+No module imports itself back through others, and no function runs past 80 lines without
+saying why.
 """
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
+
+import pytest
 
 from testing.env import ROOT
 
@@ -174,3 +178,97 @@ def test_the_layers_themselves_have_no_cycles() -> None:
         units.setdefault(me, set()).update(
             u for u in (_unit(d) for d in deps) if u is not None and u != me)
     assert _cycles(units) == []
+
+
+# The agent guard's modules import one another (the judge, the shell reader and the
+# programs it knows): that group is being reworked, and is the one cycle left.
+GUARD_GROUP = {f"coordinator.{m}" for m in
+               ("builtins", "filters", "guard", "programs", "runners", "shellwrites")}
+
+
+def test_no_module_cycles_but_the_guard_groups() -> None:
+    """Every package, counting imports inside functions: a command's module that borrows
+    from another command's module that borrows back is a cycle too (validation, the accept
+    journal, the event log live on their own for that reason)."""
+    assert [c for c in _cycles(_graph()) if not set(c) <= GUARD_GROUP] == []
+
+
+@pytest.mark.xfail(strict=True, reason="the guard's modules (coordinator.builtins, filters, "
+                                       "guard, programs, runners, shellwrites) import one "
+                                       "another; being reworked")
+def test_the_product_has_no_module_cycles() -> None:
+    """shared, inbox, coordinator and worker: no module imports itself back, at any depth."""
+    assert _cycles(_graph()) == []
+
+
+# ---- function length --------------------------------------------------------------------
+
+MAX_LINES = 80
+# Over MAX_LINES in files being reworked by others right now: the reason lives here until
+# it moves into the function's docstring (a `Long:` sentence) or the function is split.
+LONG_ELSEWHERE = {
+    "coordinator.shell.lex": "one pass of bash's tokenizer, a state machine over the "
+                             "characters (the guard's files are being reworked)",
+    "coordinator.runners.interpreter": "the guard's files are being reworked",
+    "shared.hunks.regions._settle_all": "one scoring of every boundary's cuts together, by "
+                                        "the rules its docstring lists in order",
+    "shared.hunks.regions._point_hunks": "each new line at a point settled by the rules its "
+                                         "docstring lists in order",
+    "shared.state.schema._compile": "the record reader is to be replaced (issue 20, item 4)",
+}
+
+
+def _functions(tree: ast.Module, prefix: str) -> list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    """Every function and method of a module, nested ones too, by qualified name."""
+    out: list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]] = []
+
+    def walk(node: ast.AST, name: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                out.append((f"{name}.{child.name}", child))
+                walk(child, f"{name}.{child.name}")
+            elif isinstance(child, ast.ClassDef):
+                walk(child, f"{name}.{child.name}")
+            else:
+                walk(child, name)
+
+    walk(tree, prefix)
+    return out
+
+
+def _says_why(doc: str | None) -> bool:
+    """A docstring sentence that begins `Long:` and says something after it."""
+    return doc is not None and any(
+        part.strip().removeprefix("Long:").strip()
+        for part in doc.replace("\n", " ").split("Long:")[1:])
+
+
+def test_no_function_runs_past_80_lines_without_saying_why() -> None:
+    """From its `def` to its last line. A function that long is usually two things: split it,
+    or say in its docstring, in a sentence that begins `Long:`, why it is one."""
+    long = []
+    for d in SOURCES:
+        for path in sorted((ROOT / d).rglob("*.py")):
+            tree = ast.parse(path.read_bytes(), str(path))
+            for name, fn in _functions(tree, _module(path)):
+                lines = (fn.end_lineno or fn.lineno) - fn.lineno + 1
+                if lines > MAX_LINES and name not in LONG_ELSEWHERE \
+                        and not _says_why(ast.get_docstring(fn)):
+                    long.append(f"{path.relative_to(ROOT)}:{fn.lineno}: {name} ({lines} lines)")
+    assert long == [], "split these, or say why in a `Long:` sentence:\n" + "\n".join(long)
+
+
+def test_a_long_function_is_known_by_its_reason() -> None:
+    """The rule itself: a docstring names its reason after `Long:`; `Long:` alone is none.
+    And every function excused above still exists and is still long."""
+    assert _says_why("Parse it.\n\nLong: one state machine over the characters.")
+    assert not _says_why("Parse it.\n\nLong:")
+    assert not _says_why("A long story, told whole.")
+    found = {}
+    for name in LONG_ELSEWHERE:
+        module = name.rsplit(".", 1)[0]
+        path = ROOT / (module.replace(".", "/") + ".py")
+        for qual, fn in _functions(ast.parse(path.read_bytes()), module):
+            found[qual] = (fn.end_lineno or fn.lineno) - fn.lineno + 1
+    stale = [n for n in LONG_ELSEWHERE if found.get(n, 0) <= MAX_LINES]
+    assert stale == [], f"no longer long (or gone): drop them from LONG_ELSEWHERE: {stale}"

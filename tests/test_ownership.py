@@ -24,7 +24,8 @@ from hunkwise.shared.hunks.ownership import (
 from hunkwise.shared.hunks.taskview import view
 from hunkwise.shared.state.models import Task, TaskState, check_task_id, parse_grant
 
-from testing.repo import MakeRepo, git, numbered, set_line, write
+from testing.cli import assign_and_start
+from testing.repo import MakeRepo, git, git_bytes, numbered, set_line, write
 
 
 def task(tid: str, *grants: str, state: TaskState = TaskState.ASSIGNED,
@@ -516,3 +517,27 @@ def test_literal_grants_match_exactly_as_pathspec_does() -> None:
             assert globs.glob_matches(pattern, path) == globs._glob_matches(pattern, path), \
                 (pattern, path)
     assert plain > len(patterns) // 2  # the string compares did decide most of them
+
+
+def test_a_directory_glob_covers_what_is_below_it(make_repo, coord, worker) -> None:
+    assert glob_matches("src/*", "src/sub/b.py")
+    assert not glob_matches("src/*.py", "src/sub/b.py")
+    repo = make_repo({"src/a.py": "a\n", "src/sub/b.py": "b\n"})
+    assign_and_start(coord, worker, repo, "A", "src/*",
+          lambda: (write(repo, "src/a.py", "A\n"), write(repo, "src/sub/b.py", "B\n")))
+    done = worker(repo, "done", "A")
+    assert done.code == 0 and done.doc["report"]["changes"] == 2
+    assert coord(repo, "accept", "A").doc["paths"] == ["src/a.py", "src/sub/b.py"]
+
+
+def test_a_glob_and_a_range_of_one_task_on_one_file_do_not_conflict(make_repo, coord, worker) -> None:
+    repo = make_repo({"f.txt": numbered(8)})
+    assert coord(repo, "assign", "D", "--title", "t", "--expect", "e", "--write", "f.txt",
+                 "--write", "f.txt:1-3").code == 0
+    assert worker(repo, "start", "D").code == 0
+    # Lines 3-4: partly outside the range, but the task's glob holds the whole file.
+    (repo / "f.txt").write_text(numbered(8).replace("line 3\nline 4\n", "three\nfour\n"))
+    assert worker(repo, "done", "D").doc["report"]["hunks"] == 1
+    r = coord(repo, "accept", "D")
+    assert r.code == 0, r.stdout + r.stderr
+    assert git_bytes(repo, "show", "HEAD:f.txt") == (repo / "f.txt").read_bytes()

@@ -117,7 +117,7 @@ def _task(rng: random.Random, i: int) -> Task:
         notes=[Note(at=rng.random(), by="c", kind="k", text=_text(rng)) for _ in range(rng.randint(0, 2))],
         created_at=rng.random() * 2e9, updated_at=float(rng.randint(0, 2**40)),
         last_report=rng.choice([None, "r1"]), commit=rng.choice([None, "e" * 40]),
-        audit={"review": "approve"} if rng.random() < 0.3 else {},
+        audit={"review": "approved"} if rng.random() < 0.3 else {},
         inherited={"a.txt": ["x", "y"]} if rng.random() < 0.3 else {},
         claimed={"b.py": ["z"]} if rng.random() < 0.5 else {},
         saved=rng.choice([None, _saved(rng)]),

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from testing.cli import Cli, ok, run_cli
+from testing.cli import Cli, assign_and_start, ok, run_cli
 from testing.repo import git, numbered, set_line, write
 from testing.wait import wait_until
 
@@ -148,7 +148,7 @@ def test_a_forged_newest_report_steers_neither_status_nor_restore(make_repo, coo
     real = json.loads(next((inbox_dir / "new").iterdir()).read_bytes())
     forged = dict(real, revision=2, report_id="forged",
                   changes=[dict(real["changes"][0], path="b.txt")])
-    inbox.deliver(inbox_dir, json.dumps(forged).encode(), "A", 2)
+    inbox.write_report(inbox_dir, json.dumps(forged).encode(), "A", 2)
     b_before = (repo / "b.txt").read_bytes()
     assert lost(coord, repo) == {}
     assert ok(coord(repo, "restore", "A"))["restored"] == []
@@ -217,7 +217,7 @@ def test_a_forged_high_revision_failed_report_does_not_block_the_task(make_repo,
     ok(worker(repo, "done", "A"))
     inbox_dir = repo / ".git" / "coord" / "inbox"
     real = json.loads(next((inbox_dir / "new").iterdir()).read_bytes())
-    inbox.deliver(inbox_dir, json.dumps(dict(real, revision=99, status="failed",
+    inbox.write_report(inbox_dir, json.dumps(dict(real, revision=99, status="failed",
                                              reason="forged", report_id="x")).encode(), "A", 99)
     n = ok(coord(repo, "next"))
     assert n["next"]["report"]["revision"] == 1 and n["next"]["report"]["status"] == "done"
@@ -444,3 +444,16 @@ def test_recording_unreported_work_holds_the_state_lock_for_the_state_alone(
     saved = json.loads((repo / ".git" / "coord" / "state.json").read_bytes())["tasks"]["t2"]["saved"]
     assert git(repo, "for-each-ref", "--format=%(refname) %(objectname)", "refs/hunkwise/wip/") \
         .split() == [saved["ref"], saved["tree"]]
+
+
+def test_restore_around_an_insertion_after_the_deleted_line(make_repo, coord, worker) -> None:
+    repo = make_repo({"f.txt": numbered(10)})
+    f = repo / "f.txt"
+    assign_and_start(coord, worker, repo, "A", "f.txt:6-6",
+          lambda: f.write_text(f.read_text().replace("line 6\n", "")))
+    assert worker(repo, "done", "A").code == 0
+    git(repo, "checkout", "-q", "f.txt")  # destroys A's change
+    f.write_text(f.read_text().replace("line 6\n", "line 6\nX\nY\n"))  # someone inserts after 6
+    r = coord(repo, "restore", "A")
+    assert r.code == 0, r.stdout + r.stderr
+    assert f.read_text() == numbered(10).replace("line 6\n", "X\nY\n")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from testing.cli import assign_and_start
 from testing.repo import git, git_bytes, numbered, set_line, write
 
 
@@ -122,3 +123,19 @@ def test_revert_of_a_task_archived_at_thaw(make_repo, coord, worker) -> None:
     assert coord(repo, "revert", "t1").code == 3
     listed = {t["id"]: t for t in coord(repo, "status", "--all").doc["tasks"]}
     assert listed["t1"]["state"] == "reverted"
+
+
+def test_revert_puts_a_deleted_line_after_a_later_replacement(make_repo, coord, worker) -> None:
+    repo = make_repo({"f.txt": numbered(10)})
+    f = repo / "f.txt"
+    assign_and_start(coord, worker, repo, "A", "f.txt:6-8",
+          lambda: f.write_text(f.read_text().replace("line 6\n", "")))
+    assert worker(repo, "done", "A").code == 0 and coord(repo, "accept", "A").code == 0
+    assign_and_start(coord, worker, repo, "B", "f.txt:1-5",
+          lambda: f.write_text(f.read_text().replace("line 5\n", "X\nY\nZ\n")))
+    assert worker(repo, "done", "B").code == 0 and coord(repo, "accept", "B").code == 0
+    r = coord(repo, "revert", "A")
+    assert r.code == 0, r.stderr
+    want = numbered(10).replace("line 5\n", "X\nY\nZ\n").encode()
+    assert git_bytes(repo, "show", "HEAD:f.txt") == want
+    assert f.read_bytes() == want

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from testing.cli import Cli, Result, ok
+from testing.cli import Cli, Result, assign_and_start, ok
 from testing.repo import git, numbered, write
 from testing.state import age_claims
 
@@ -427,7 +427,7 @@ def test_a_resubmission_needs_the_audit_again(make_repo, coord, worker):
     from hunkwise.worker import session as core
 
     for who in (REVIEW_R, SECURITY):
-        core.review(_ctx(repo), "t1", session=who, verdict="approve", notes="ok")
+        core.give_verdict(_ctx(repo), "t1", session=who, verdict="approve", notes="ok")
     ok(coord(repo, "request-changes", "t1", "--note", "one more line"))
     start(repo, "t1", SESS_A)
     write(repo, "f.txt", numbered(10).replace("line 4\n", "line 4 edited\n")
@@ -466,7 +466,7 @@ def test_audit_gates_accept_until_every_role_approves(make_repo, coord, worker):
     ok(worker(repo, "review", "t1", "--verdict", "approve", "--notes", "fine", session=reviewer))
     from hunkwise.worker import session as core
 
-    core.review(_ctx(repo), "t1", session=SECURITY, verdict="approve", notes="fixed")
+    core.give_verdict(_ctx(repo), "t1", session=SECURITY, verdict="approve", notes="fixed")
     assert git(repo, "rev-parse", "HEAD").strip() == head  # nothing was committed before
     accepted = ok(coord(repo, "accept", "t1"))
     assert accepted["paths"] == ["f.txt"]
@@ -652,3 +652,14 @@ def test_index_output_to_an_unwritable_place_exits_2(make_repo, coord):
     repo = new_repo(make_repo)
     write(repo, "afile", "x\n")
     refused(coord(repo, "index", "--output", "afile/sub/index.md"), 2)
+
+
+def test_recover_releases_a_handoff_nobody_can_take(make_repo, coord, worker) -> None:
+    repo = make_repo({"a.txt": "1\n"})
+    assign_and_start(coord, worker, repo, "A", "a.txt", lambda: None, session=SESS_A)
+    typo = "sess-20260101-0900-workr@box-a"
+    assert worker(repo, "handoff", "A", "--to", typo, "--next", "n", session=SESS_A).code == 0
+    assert worker(repo, "start", "A", "--session", SESS_B).code == 3
+    r = coord(repo, "recover", "A")
+    assert r.code == 0 and r.doc["released_reservation"] == typo
+    assert worker(repo, "start", "A", "--session", SESS_B).code == 0

@@ -39,7 +39,7 @@ def _deliver_many(repo: Path, n: int) -> None:
     }
     for i in range(n):
         doc = dict(template, task_id=f"t{i}", report_id=f"r{i}")
-        inbox.deliver(ctx.lay.inbox, json.dumps(doc).encode(), f"t{i}", 1)
+        inbox.write_report(ctx.lay.inbox, json.dumps(doc).encode(), f"t{i}", 1)
 
 
 def _notified(log: Path) -> list[dict]:
@@ -127,7 +127,7 @@ def test_watch_prints_worker_text_on_one_line_without_escapes(make_repo, coord, 
         "report_id": "r", "checks": [], "overlaps": [], "unfinished": [], "task_id": "t0",
         "proposed_commit": {"subject": "s", "body": ""},
     }
-    inbox.deliver(ctx.lay.inbox, json.dumps(doc).encode(), "t0", 1)
+    inbox.write_report(ctx.lay.inbox, json.dumps(doc).encode(), "t0", 1)
     r = coord(repo, "watch", "--timeout", "0.3", "--interval", "0.1", json_out=False)
     lines = [x for x in r.stderr.splitlines() if x.startswith("report:")]
     assert len(lines) == 1 and "\x1b" not in r.stderr

@@ -396,7 +396,8 @@ def review_cmd(task_id: str, session: str | None, verdict: str | None, notes: st
         emit(shown, as_json, lambda d: (d.get("stat") if stat else d["patch"])
              or f"{task_id}: no changes to review")
         return
-    doc = core.review(ctx, task_id, session=session, verdict=verdict, notes=notes, role=role)
+    doc = core.give_verdict(ctx, task_id, session=session, verdict=verdict, notes=notes,
+                            role=role)
     _autosync(ctx, fetching=False)  # the verdict travels now (fetched when this began)
     emit(doc, as_json, lambda d: f"{task_id}: {d['role']} {verdict} delivered by {d['session']}"
          f"\nexport COORD_SESSION={d['session']}")

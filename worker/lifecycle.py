@@ -10,13 +10,14 @@ import datetime as dt
 import os
 from collections import Counter
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
-from hunkwise import inbox
 from hunkwise.shared.errors import CheckFailed, StateRefused, UsageError
 from hunkwise.shared.git import ref_component
 from hunkwise.shared.hunks.snapshot import Snapshot
 from hunkwise.shared.hunks.taskview import (
+    Selection,
+    TreeView,
     active_tasks,
     decide_boundaries,
     identities_of_selection,
@@ -37,13 +38,18 @@ from hunkwise.shared.state.context import (
 )
 from hunkwise.shared.state.models import (
     DISCLAIMED,
+    AuditState,
+    ChangeEntry,
+    Checkpoint,
     CheckResult,
     Claim,
     Overlap,
     ProposedCommit,
     ReportStatus,
+    Saved,
     Signal,
     SignalType,
+    State,
     Task,
     TaskState,
     WorkReport,
@@ -58,15 +64,16 @@ if TYPE_CHECKING:
         CheckRunResult,
         CommandResult,
         DeliverResult,
+        SignalDoc,
         StartResult,
-    )
+)
 
 STARTABLE = (TaskState.ASSIGNED, TaskState.CHANGES_REQUESTED)
 
 
 def _live_holder(task: Task, now: float) -> str | None:
     c = task.claim
-    if c is not None and now - c.heartbeat <= c.ttl:
+    if c is not None and not c.stale(now):
         return c.session
     return None
 
@@ -101,8 +108,6 @@ def _may_take(task: Task, sess: str | None) -> None:
 
 
 def start(ctx: Ctx, task_id: str, *, session: str | None, role: str) -> StartResult:
-    from hunkwise.shared.state.signals import close, close_about, pending_for
-
     ttl = ctx.config.claims.ttl_seconds
     # What lies in the task's grants before it starts is not its work: read the tree before
     # taking the lock (nothing slow under it), record it with the claim.
@@ -119,66 +124,12 @@ def start(ctx: Ctx, task_id: str, *, session: str | None, role: str) -> StartRes
         base = _less(base, arriving.saved)
     placed = _take_handed_edits(ctx, state0, task0, session)
     with store.transaction(ctx.lay) as state:
-        task = get_task(state, task_id)
-        refuse_if_frozen(state, f"worker start {task_id}")
-        if task.held_until_thaw:
-            raise StateRefused(f"{task_id} belongs to batch {task.batch}, which opens at coord thaw")
-        now = store.now()
-        sess = session or env_session()
-        if sess is not None:
-            check_session(sess)
-        holder = _live_holder(task, now)
-        own_claim = task.claim is not None and task.claim.session == sess
-        if task.state == TaskState.IN_PROGRESS and own_claim:
-            assert task.claim is not None
-            task.claim = task.claim.model_copy(update={"heartbeat": now})
-        elif task.state == TaskState.IN_PROGRESS and holder is not None:
-            raise StateRefused(f"{task_id} is claimed by live session {holder}; a live claim is "
-                               "never taken over")
-        elif task.state == TaskState.REPORTED and _amending(task, sess):
-            raise StateRefused(f"{task_id} is reported and its report r{task.revision} is still "
-                               f"pending: edit, then run worker done {task_id} again to "
-                               "deliver a new revision that supersedes it")
-        elif task.state not in STARTABLE:
-            hint = " (coord recover frees a stale claim)" if task.state == TaskState.IN_PROGRESS else ""
-            why = (_not_reportable(task) if task.state != TaskState.IN_PROGRESS else
-                   f"{task_id} is {task.state}; only assigned or changes_requested tasks can "
-                   f"be started{hint}")
-            raise StateRefused(why)
-        else:
-            if holder is not None and holder != sess:
-                raise StateRefused(f"{task_id} is claimed by live session {holder}")
-            if sess is None and task.reserved_for and task.reserved_for.startswith("sess-"):
-                sess = task.reserved_for
-            if sess is None:
-                sess = new_session(state, role)
-            _may_take(task, sess)
-            if base is not None:
-                task.inherited = base
-            if placed is not None and task.handover is not None and task.handover.pending is None:
-                task.handover = None  # the edits are back in this tree, its copy replaced
-            task.state = TaskState.IN_PROGRESS
-            task.session = sess
-            task.claim = Claim(session=sess, opened=now, heartbeat=now, ttl=ttl)
-            task.updated_at = now
-        assert sess is not None
+        task, sess, now = _claim(state, task_id, session, role, ttl, base,
+                                 handed_back=placed is not None)
         state.sessions[sess] = now
         sync_ranges(ctx.repo, state)
-        cp = state.checkpoints.get(f"{sess}|{task_id}")
-        # A handoff (or a recovery's retroactive one) is shown once, to whoever resumes.
-        handed = state.checkpoints.pop(f"handoff|{task_id}", None)
         task.reserved_for = None
-        shown = handed or cp
-        mine = pending_for(state, sess)
-        if shown is cp and cp is not None:
-            # The checkpoint heads the brief; its signal is not shown a second time.
-            for sig in mine:
-                if sig.type == SignalType.CHECKPOINT and sig.about == task_id and sig.to == sess:
-                    close(sig, sess)
-            mine = [sig for sig in mine if sig.state == "pending"]
-        sigs = [sig.public() for sig in mine]
-        # A handoff asked for someone to take the task up: shown once more here, then closed.
-        close_about(state, SignalType.HANDOFF, task_id, sess)
+        shown, sigs = _resume(state, task_id, sess)
         brief = task.public()
     notes = [n.public() for n in task.notes]
     # Record the work in the tree, or say that what was recorded is gone.
@@ -215,7 +166,80 @@ def start(ctx: Ctx, task_id: str, *, session: str | None, role: str) -> StartRes
             "brief": task.brief, "places": where}
 
 
-def _arriving(ctx: Ctx, state: Any, task: Task) -> Any:
+def _claim(state: State, task_id: str, session: str | None, role: str, ttl: int,
+           base: dict[str, list[str]] | None, *, handed_back: bool) -> tuple[Task, str, float]:
+    """Under the lock: the task claimed by the session starting it (a new session when none
+    is named), or its own claim's heartbeat beaten; refused when it is frozen, held by a
+    live claim, or in no state to start. The task, the session and the time."""
+    task = get_task(state, task_id)
+    refuse_if_frozen(state, f"worker start {task_id}")
+    if task.held_until_thaw:
+        raise StateRefused(f"{task_id} belongs to batch {task.batch}, which opens at coord thaw")
+    now = store.now()
+    sess = session or env_session()
+    if sess is not None:
+        check_session(sess)
+    holder = _live_holder(task, now)
+    own_claim = task.claim is not None and task.claim.session == sess
+    if task.state == TaskState.IN_PROGRESS and own_claim:
+        assert task.claim is not None
+        task.claim = task.claim.model_copy(update={"heartbeat": now})
+    elif task.state == TaskState.IN_PROGRESS and holder is not None:
+        raise StateRefused(f"{task_id} is claimed by live session {holder}; a live claim is "
+                           "never taken over")
+    elif task.state == TaskState.REPORTED and _amending(task, sess):
+        raise StateRefused(f"{task_id} is reported and its report r{task.revision} is still "
+                           f"pending: edit, then run worker done {task_id} again to "
+                           "deliver a new revision that supersedes it")
+    elif task.state not in STARTABLE:
+        hint = " (coord recover frees a stale claim)" if task.state == TaskState.IN_PROGRESS else ""
+        why = (_not_reportable(task) if task.state != TaskState.IN_PROGRESS else
+               f"{task_id} is {task.state}; only assigned or changes_requested tasks can "
+               f"be started{hint}")
+        raise StateRefused(why)
+    else:
+        if holder is not None and holder != sess:
+            raise StateRefused(f"{task_id} is claimed by live session {holder}")
+        if sess is None and task.reserved_for and task.reserved_for.startswith("sess-"):
+            sess = task.reserved_for
+        if sess is None:
+            sess = new_session(state, role)
+        _may_take(task, sess)
+        if base is not None:
+            task.inherited = base
+        if handed_back and task.handover is not None and task.handover.pending is None:
+            task.handover = None  # the edits are back in this tree, its copy replaced
+        task.state = TaskState.IN_PROGRESS
+        task.session = sess
+        task.claim = Claim(session=sess, opened=now, heartbeat=now, ttl=ttl)
+        task.updated_at = now
+    assert sess is not None
+    return task, sess, now
+
+
+def _resume(state: State, task_id: str, sess: str) -> tuple[Checkpoint | None, list[SignalDoc]]:
+    """What a start shows first: a handoff (or a recovery's) addressed to the task, shown
+    once, else the session's own checkpoint; and the session's pending signals."""
+    from hunkwise.shared.state.signals import close, close_about, pending_for
+
+    cp = state.checkpoints.get(f"{sess}|{task_id}")
+    # A handoff (or a recovery's retroactive one) is shown once, to whoever resumes.
+    handed = state.checkpoints.pop(f"handoff|{task_id}", None)
+    shown = handed or cp
+    mine = pending_for(state, sess)
+    if shown is cp and cp is not None:
+        # The checkpoint heads the brief; its signal is not shown a second time.
+        for sig in mine:
+            if sig.type == SignalType.CHECKPOINT and sig.about == task_id and sig.to == sess:
+                close(sig, sess)
+        mine = [sig for sig in mine if sig.state == "pending"]
+    sigs = [sig.public() for sig in mine]
+    # A handoff asked for someone to take the task up: shown once more here, then closed.
+    close_about(state, SignalType.HANDOFF, task_id, sess)
+    return shown, sigs
+
+
+def _arriving(ctx: Ctx, state: State, task: Task) -> Checkpoint | None:
     """The handoff that brings a task coordinated elsewhere to this machine (its first
     start here), or None."""
     from hunkwise.shared.machines.chains import is_mirrored, machine_of
@@ -228,7 +252,7 @@ def _arriving(ctx: Ctx, state: Any, task: Task) -> Any:
     return cp
 
 
-def _less(base: dict[str, list[str]], saved: Any) -> dict[str, list[str]]:
+def _less(base: dict[str, list[str]], saved: Saved) -> dict[str, list[str]]:
     """The baseline without the handed-over changes (by identity)."""
     drop = Counter((p, d) for p, pos in saved.hunks.items() for _s, _n, d in pos)
     drop.update((p, i) for p, i in saved.whole.items())
@@ -242,7 +266,7 @@ def _less(base: dict[str, list[str]], saved: Any) -> dict[str, list[str]]:
     return out
 
 
-def _take_handed_edits(ctx: Ctx, state: Any, task: Task,
+def _take_handed_edits(ctx: Ctx, state: State, task: Task,
                        session: str | None) -> tuple[list[str], str] | None:
     """A task handed over from another machine with its edits: put exactly those changes
     into this tree before the claim is taken (refused, 3, nothing written, the file and
@@ -281,7 +305,7 @@ def _take_handed_edits(ctx: Ctx, state: Any, task: Task,
 
 
 def record(ctx: Ctx, task_ids: list[str], snap: Snapshot | None = None,
-           state: Any = None) -> dict[str, recovery.Loss]:
+           state: State | None = None) -> dict[str, recovery.Loss]:
     """Record the tasks' unreported work (see shared/work/recovery.py), from `snap` when the
     command already read the tree; the tasks whose recorded work is gone. Never fails the
     command: a tree changing under the snapshot, a busy lock, only skip this once (the next
@@ -294,7 +318,7 @@ def record(ctx: Ctx, task_ids: list[str], snap: Snapshot | None = None,
         return {}
 
 
-def _baseline(ctx: Ctx, state: Any, task: Task) -> tuple[dict[str, list[str]], Snapshot]:
+def _baseline(ctx: Ctx, state: State, task: Task) -> tuple[dict[str, list[str]], Snapshot]:
     """The task's changes already in the tree, less what its own reports claimed; and the
     snapshot they were read from."""
     sync_ranges(ctx.repo, state)
@@ -336,15 +360,7 @@ def _report(ctx: Ctx, task_id: str, *, status: ReportStatus, session: str | None
     """
     from hunkwise.inbox import delivery
 
-    with store.transaction(ctx.lay) as state:
-        task = get_task(state, task_id)
-        refuse_if_frozen(state, f"worker {status} {task_id}")
-        sess = _resolve_session(task, session)
-        if task.state != TaskState.IN_PROGRESS and not _amending(task, sess):
-            raise StateRefused(_not_reportable(task))
-        _check_holder(task, sess, store.now())
-        if task.claim is not None and (sess is None or task.claim.session == sess):
-            task.claim = task.claim.model_copy(update={"heartbeat": store.now()})
+    state, task, sess = _beat(ctx, task_id, status, session)
     # Ranges at HEAD for attribution, in memory: the next command that saves them does it
     # under its own lock.
     sync_ranges(ctx.repo, state)
@@ -354,6 +370,86 @@ def _report(ctx: Ctx, task_id: str, *, status: ReportStatus, session: str | None
         checks = _checked(task_id, status, task_checks(ctx, None, task_id, task.checks, [], "tree"))
     tv = view(ctx.repo, active_tasks(state))
     sel = select(tv, task)
+    entries = _deliverable(ctx, tv, task, sel, status, claim, disclaim)
+    if run and task.checks and where == "isolated":
+        # HEAD + exactly the changes this report delivers: what accept would commit, so
+        # neither another task's edit nor its half-done syntax error decides the result.
+        checks = _checked(task_id, status,
+                          task_checks(ctx, tv, task_id, task.checks, sel.changes, "isolated"))
+    # Told before delivering: what it changed in its files that this report will not carry.
+    from hunkwise.worker import neighbours
+
+    outside = neighbours.outside_grants(tv, task, list(state.tasks.values()))
+    overlaps = _overlaps(tv, task_id, sel)
+    # The revision this report takes: the state hands it out only if no other delivery
+    # took it meanwhile (checked under the lock below).
+    revision = task.revision + 1
+    ref = f"{recovery.SNAPSHOT_REFS}/{ref_component(task_id)}/r{revision}"
+    report = WorkReport(
+        schema_version=1, task_id=task_id, status=status,
+        session=sess, created_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds"),
+        base_commit=tv.snap.head, title=task.title, expect=task.expect, summary=summary,
+        changes=entries, patch_sha256=patch_digest(entries), snapshot=tv.snap.tree,
+        revision=revision, report_id=f"rep-{task_id}-r{revision}-{os.urandom(4).hex()}",
+        checks=checks, overlaps=overlaps[:1000], unfinished=unfinished,
+        proposed_commit=_proposed(task, message, summary), reason=reason,
+        checks_skipped=not run and bool(task.checks) and status == "done",
+        checks_where=where if run and task.checks else "tree")
+    saved = recovery.saved_of(tv, sel, kind="report", revision=revision, ref=ref)
+    claimed = identities_of_selection(tv, task, sel)
+    for a in sel.disclaimed_ambiguous:
+        claimed.setdefault(report_path(a.change.path), []).append(DISCLAIMED + a.canon)
+
+    def record(d: delivery.Delivery) -> Task:
+        recovery.kill_point("worker-staged")
+        task = _record_report(ctx, state, task_id, status, sess, d.staged[0].name, revision,
+                              saved, claimed)
+        recovery.kill_point("worker-recorded")
+        return task
+
+    task, paths = delivery.deliver(
+        ctx.lay.inbox, [delivery.Draft(report.model_dump_json().encode(), task_id, revision)],
+        record, publish=lambda st: delivery.land(ctx, task_id, ref, tv.snap.tree, st))
+    recovery.kill_point("worker-delivered")
+    (path,) = paths.values()
+    from hunkwise.shared.hunks.places import claimed_files
+
+    result: DeliverResult = {
+        "task": task.public(), "report": {
+            "id": report.report_id, "revision": report.revision, "status": status,
+            "file": str(path), "changes": len(entries),
+            "hunks": sum(len(e.hunks) for e in entries),
+            "checks_passed": sum(1 for c in checks if c.passed), "checks_total": len(checks),
+            "overlaps": [o.public() for o in overlaps]},
+        "claimed": claimed_files(entries),
+        "outside_grants": outside}
+    if outside:
+        result["warnings"] = [neighbours.warning(task_id, outside)]
+    return result
+
+
+def _beat(ctx: Ctx, task_id: str, status: ReportStatus,
+          session: str | None) -> tuple[State, Task, str | None]:
+    """The first hold of the lock: refuse early (frozen, not reportable, not the holder) and
+    beat the claim's heartbeat. The state, the task, and the session reporting."""
+    with store.transaction(ctx.lay) as state:
+        task = get_task(state, task_id)
+        refuse_if_frozen(state, f"worker {status} {task_id}")
+        sess = _resolve_session(task, session)
+        if task.state != TaskState.IN_PROGRESS and not _amending(task, sess):
+            raise StateRefused(_not_reportable(task))
+        _check_holder(task, sess, store.now())
+        if task.claim is not None and (sess is None or task.claim.session == sess):
+            task.claim = task.claim.model_copy(update={"heartbeat": store.now()})
+    return state, task, sess
+
+
+def _deliverable(ctx: Ctx, tv: TreeView, task: Task, sel: Selection, status: ReportStatus,
+                 claim: Sequence[str], disclaim: Sequence[str]) -> list[ChangeEntry]:
+    """The task's changes as its report lists them; a "done" is refused (nothing delivered)
+    while a boundary change is undecided, an edit in its grants cannot be claimed, or
+    there is nothing to deliver."""
+    task_id = task.id
     undecided = decide_boundaries(sel, claim, disclaim)
     if undecided and status == "done":
         raise CheckFailed(f"{task_id}: {len(undecided)} change(s) at the boundary of your "
@@ -381,15 +477,11 @@ def _report(ctx: Ctx, task_id: str, *, status: ReportStatus, session: str | None
                           "to deliver: edit them first, or report why there is nothing to do "
                           f"(worker blocked {task_id} --reason R, or worker failed {task_id} "
                           "--reason R); nothing was delivered")
-    if run and task.checks and where == "isolated":
-        # HEAD + exactly the changes this report delivers: what accept would commit, so
-        # neither another task's edit nor its half-done syntax error decides the result.
-        checks = _checked(task_id, status,
-                          task_checks(ctx, tv, task_id, task.checks, sel.changes, "isolated"))
-    # Told before delivering: what it changed in its files that this report will not carry.
-    from hunkwise.worker import neighbours
+    return entries
 
-    outside = neighbours.outside_grants(tv, task, list(state.tasks.values()))
+
+def _overlaps(tv: TreeView, task_id: str, sel: Selection) -> list[Overlap]:
+    """What the report tells of changes in or beside its grants it does not carry."""
     overlaps = [Overlap(path=report_path(ch.path), task_id=",".join(t for t in tids if t != task_id) or None,
                         note="a change here straddles grants" + (f" (line {h.old_start})" if h else ""))
                 for ch, h, tids in tv.attribution.conflicts if task_id in tids]
@@ -404,77 +496,46 @@ def _report(ctx: Ctx, task_id: str, *, status: ReportStatus, session: str | None
                  for path, _ident in sel.inherited]
     overlaps += [Overlap(path=report_path(ch.path), note="change outside every grant: never committed")
                  for ch, h in tv.attribution.unowned]
-    # The revision this report takes: the state hands it out only if no other delivery
-    # took it meanwhile (checked under the lock below).
-    revision = task.revision + 1
-    ref = f"{recovery.SNAPSHOT_REFS}/{ref_component(task_id)}/r{revision}"
-    report = WorkReport(
-        schema_version=1, task_id=task_id, status=status,
-        session=sess, created_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds"),
-        base_commit=tv.snap.head, title=task.title, expect=task.expect, summary=summary,
-        changes=entries, patch_sha256=patch_digest(entries), snapshot=tv.snap.tree,
-        revision=revision, report_id=f"rep-{task_id}-r{revision}-{os.urandom(4).hex()}",
-        checks=checks, overlaps=overlaps[:1000], unfinished=unfinished,
-        proposed_commit=_proposed(task, message, summary), reason=reason,
-        checks_skipped=not run and bool(task.checks) and status == "done",
-        checks_where=where if run and task.checks else "tree")
-    saved = recovery.saved_of(tv, sel, kind="report", revision=revision, ref=ref)
-    claimed = identities_of_selection(tv, task, sel)
-    for a in sel.disclaimed_ambiguous:
-        claimed.setdefault(report_path(a.change.path), []).append(DISCLAIMED + a.canon)
-    staged = inbox.stage(ctx.lay.inbox, report.model_dump_json().encode(), task_id, revision)
-    recovery.kill_point("worker-staged")
-    try:
-        with store.transaction(ctx.lay, reuse=state) as state:
-            task = get_task(state, task_id)
-            refuse_if_frozen(state, f"worker {status} {task_id}")
-            if task.state != TaskState.IN_PROGRESS and not _amending(task, sess):
-                raise StateRefused(f"{_not_reportable(task)} (it changed meanwhile); nothing "
-                                   "was delivered")
-            if task.claim is None or (sess is not None and task.claim.session != sess):
-                holder = task.claim.session if task.claim else "nobody"
-                raise StateRefused(f"{task_id} is claimed by {holder} now (recovered or "
-                                   "handed over meanwhile); nothing was delivered")
-            if task.revision != revision - 1:
-                raise StateRefused(f"{task_id} got revision {task.revision} while this report "
-                                   "was being prepared (another delivery of the task); nothing "
-                                   "was delivered: run it again to supersede that one")
-            now = store.now()
-            task.revision = revision
-            task.saved = saved
-            task.state = TaskState.REPORTED
-            task.last_report = staged.name
-            task.claimed = claimed
-            task.last_status = status
-            if status == "done" and any(v != "pending" for v in task.audit.values()):
-                # New work needs a new look: verdicts were about the previous revision.
-                for role in task.audit:
-                    task.audit[role] = "pending"
-                    send(state, sender=sess or "worker", to=f"{role}@*",
-                         kind=SignalType.READY_FOR_REVIEW, about=task_id,
-                         payload=f"revision {revision} of {task_id}: {task.title}")
-            task.updated_at = now
-            if task.claim:
-                task.claim = task.claim.model_copy(update={"heartbeat": now})
-    except BaseException:
-        inbox.drop(staged)
-        raise
-    recovery.kill_point("worker-recorded")
-    path = delivery.land(ctx, task_id, ref, tv.snap.tree, staged)
-    recovery.kill_point("worker-delivered")
-    from hunkwise.shared.hunks.places import claimed_files
+    return overlaps
 
-    result: DeliverResult = {
-        "task": task.public(), "report": {
-            "id": report.report_id, "revision": report.revision, "status": status,
-            "file": str(path), "changes": len(entries), "hunks": sum(len(e.hunks) for e in entries),
-            "checks_passed": sum(1 for c in checks if c.passed), "checks_total": len(checks),
-            "overlaps": [o.public() for o in overlaps]},
-        "claimed": claimed_files(entries),
-        "outside_grants": outside}
-    if outside:
-        result["warnings"] = [neighbours.warning(task_id, outside)]
-    return result
+
+def _record_report(ctx: Ctx, state: State, task_id: str, status: ReportStatus,
+                   sess: str | None, name: str, revision: int, saved: Saved,
+                   claimed: dict[str, list[str]]) -> Task:
+    """The second hold of the lock: re-check the task, then record the delivery (the new
+    revision, the report's name, what it claims). The task as recorded."""
+    with store.transaction(ctx.lay, reuse=state) as state:
+        task = get_task(state, task_id)
+        refuse_if_frozen(state, f"worker {status} {task_id}")
+        if task.state != TaskState.IN_PROGRESS and not _amending(task, sess):
+            raise StateRefused(f"{_not_reportable(task)} (it changed meanwhile); nothing "
+                               "was delivered")
+        if task.claim is None or (sess is not None and task.claim.session != sess):
+            holder = task.claim.session if task.claim else "nobody"
+            raise StateRefused(f"{task_id} is claimed by {holder} now (recovered or "
+                               "handed over meanwhile); nothing was delivered")
+        if task.revision != revision - 1:
+            raise StateRefused(f"{task_id} got revision {task.revision} while this report "
+                               "was being prepared (another delivery of the task); nothing "
+                               "was delivered: run it again to supersede that one")
+        now = store.now()
+        task.revision = revision
+        task.saved = saved
+        task.state = TaskState.REPORTED
+        task.last_report = name
+        task.claimed = claimed
+        task.last_status = status
+        if status == "done" and any(v != AuditState.PENDING for v in task.audit.values()):
+            # New work needs a new look: verdicts were about the previous revision.
+            for role in task.audit:
+                task.audit[role] = AuditState.PENDING
+                send(state, sender=sess or "worker", to=f"{role}@*",
+                     kind=SignalType.READY_FOR_REVIEW, about=task_id,
+                     payload=f"revision {revision} of {task_id}: {task.title}")
+        task.updated_at = now
+        if task.claim:
+            task.claim = task.claim.model_copy(update={"heartbeat": now})
+    return task
 
 
 def _checked(task_id: str, status: str, check: TaskCheck) -> list[CheckResult]:
@@ -512,7 +573,7 @@ def check(ctx: Ctx, task_id: str) -> CheckRunResult:
             "note": isolated_text(ran, task_id)}
 
 
-def _conflict_ids(tv: Any, task: Task) -> list[tuple[str, str]]:
+def _conflict_ids(tv: TreeView, task: Task) -> list[tuple[str, str]]:
     return [(report_path(ch.path), "conflict:" + (tv.attribution.identity(h) if h else ch.new_oid))
             for ch, h, tids in tv.attribution.conflicts if task.id in tids]
 
@@ -541,7 +602,7 @@ def _not_reportable(task: Task) -> str:
     return f"{tid} is {task.state}; nothing is left to report"
 
 
-def _unclaimable(tv: Any, task: Task, sel: Any) -> list[str]:
+def _unclaimable(tv: TreeView, task: Task, sel: Selection) -> list[str]:
     """Edits touching the task's grants that no rule lets it claim (and it did not inherit)."""
     left = Counter((p, i) for p, ids in task.inherited.items() for i in ids)
     out = []

@@ -6,9 +6,10 @@ from __future__ import annotations
 import datetime as dt
 import os
 from collections.abc import Callable
+from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-from hunkwise import inbox
 from hunkwise.shared import git
 from hunkwise.shared.errors import StateRefused, UsageError
 from hunkwise.shared.hunks.taskview import active_tasks, view
@@ -27,6 +28,7 @@ from hunkwise.shared.state.context import (
     session_role,
 )
 from hunkwise.shared.state.models import (
+    AuditState,
     AuditVerdict,
     Checkpoint,
     Decision,
@@ -57,6 +59,7 @@ from hunkwise.shared.state.signals import (
 from hunkwise.shared.work import recovery
 
 if TYPE_CHECKING:
+    from hunkwise.inbox import delivery
     from hunkwise.shared.state.documents import (
         AskResult,
         CheckpointResult,
@@ -288,7 +291,7 @@ def _as_seen(sig: Signal, session: str) -> SignalDoc:
     return d
 
 
-def review(ctx: Ctx, task_id: str, *, session: str | None, verdict: str, notes: str,
+def give_verdict(ctx: Ctx, task_id: str, *, session: str | None, verdict: str, notes: str,
            role: str | None = None) -> VerdictResult:
     """An auditor's verdict: a report of its own in the inbox, no tree change, no claim.
 
@@ -300,6 +303,8 @@ def review(ctx: Ctx, task_id: str, *, session: str | None, verdict: str, notes: 
     s0 = check_session(given) if given else None
     if verdict not in ("approve", "changes"):
         raise UsageError("--verdict is approve or changes")
+    from hunkwise.inbox import delivery
+
     # Everything is read and the verdict written (and fsynced) in tmp/ before the lock;
     # under it, only the state is checked unchanged, the verdict linked into new/ and the
     # state saved. A state that changed meanwhile means reading it again.
@@ -326,29 +331,34 @@ def review(ctx: Ctx, task_id: str, *, session: str | None, verdict: str, notes: 
             report_id=f"rev-{task_id}-r{rev}-{role}-{os.urandom(4).hex()}", checks=[],
             overlaps=[], unfinished=[], proposed_commit=ProposedCommit(subject=f"{role}: {verdict}"),
             kind="review", role=role, verdict=cast(Verdict, verdict))
-        staged = inbox.stage(ctx.lay.inbox, report.model_dump_json().encode(), task_id, rev,
-                             lasting=False)
-        try:
-            with store.locked(ctx.lay):
-                if store.state_bytes(ctx.lay) != read:
-                    inbox.drop(staged)
-                    continue
-                path = inbox.link(staged)
-                touch(state, s)
-                task.audit[role] = "approved" if verdict == "approve" else "changes"
-                # The request it answers is closed: for this session, and for its role.
-                close_about(state, SignalType.READY_FOR_REVIEW, task_id, s,
-                            _answered_by(s, role))
-                send(state, sender=s, to="coordinator@*", kind=SignalType.REVIEWED,
-                     about=task_id, payload=f"{role}: {verdict}: {notes}")
-                store.save(ctx.lay, state)
-        except BaseException:
-            inbox.drop(staged)
-            raise
-        inbox.published(staged)
+
+        path, _ = delivery.deliver(
+            ctx.lay.inbox, [delivery.Draft(report.model_dump_json().encode(), task_id, rev)],
+            partial(_record_verdict, ctx, read, state, task, s, role, verdict, notes),
+            lasting=False)
+        if path is None:
+            continue
         return {"task": task_id, "session": s, "role": role, "verdict": verdict,
                 "file": str(path), "audit": dict(task.audit)}
     raise StateRefused(f"the state kept changing while {task_id}'s verdict was written; retry")
+
+
+def _record_verdict(ctx: Ctx, read: bytes, state: State, task: Task, s: str, role: str,
+                    verdict: str, notes: str, d: delivery.Delivery) -> Path | None:
+    """Under the lock: the verdict linked into new/ and the state saved, unless the state
+    changed since it was read (None: nothing recorded, the verdict is dropped)."""
+    with store.locked(ctx.lay):
+        if store.state_bytes(ctx.lay) != read:
+            return None
+        path = d.link(d.staged[0])
+        touch(state, s)
+        task.audit[role] = AuditState.of(verdict)
+        # The request it answers is closed: for this session, and for its role.
+        close_about(state, SignalType.READY_FOR_REVIEW, task.id, s, _answered_by(s, role))
+        send(state, sender=s, to="coordinator@*", kind=SignalType.REVIEWED,
+             about=task.id, payload=f"{role}: {verdict}: {notes}")
+        store.save(ctx.lay, state)
+    return path
 
 
 def _answered_by(s: str, role: str) -> Callable[[Signal], bool]:

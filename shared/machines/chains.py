@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -19,7 +20,7 @@ from hunkwise.shared.state import store
 from hunkwise.shared.state.context import Ctx
 
 if TYPE_CHECKING:
-    from hunkwise.shared.state.documents import Mirror
+    from hunkwise.shared.state.documents import AppliedDoc, Mirror, QuarantinedRecord
 
 OWN = "refs/hunkwise/m"
 SEEN = "refs/hunkwise/remote"
@@ -171,3 +172,23 @@ def dump_json(obj: Any) -> bytes:
 
 
 # ---- publish -------------------------------------------------------------------------------
+
+
+@dataclass
+class Applied:
+    """What one sync applied of the other machines' chains, by kind (`coord sync`'s
+    `applied`)."""
+
+    signals: list[str] = field(default_factory=list)
+    verdicts: list[str] = field(default_factory=list)
+    tasks: list[str] = field(default_factory=list)
+    checkpoints: list[str] = field(default_factory=list)
+    reports: list[str] = field(default_factory=list)
+    claims: list[str] = field(default_factory=list)
+    works: list[str] = field(default_factory=list)
+    quarantined: list[QuarantinedRecord] = field(default_factory=list)
+
+    def public(self) -> AppliedDoc:
+        return {"signals": self.signals, "verdicts": self.verdicts, "tasks": self.tasks,
+                "checkpoints": self.checkpoints, "reports": self.reports,
+                "claims": self.claims, "works": self.works, "quarantined": self.quarantined}

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from hunkwise.shared import git
 from hunkwise.shared.errors import StateRefused
@@ -30,6 +30,12 @@ from hunkwise.shared.hunks.diff import FileChange, Hunk
 from hunkwise.shared.state import store
 from hunkwise.shared.state.models import Checkpoint, Saved, SavedKind, State, Task, report_path
 from hunkwise.shared.work import recovery
+
+if TYPE_CHECKING:
+    from hunkwise.shared.hunks.taskview import TreeView
+    from hunkwise.shared.machines.chains import Applied
+    from hunkwise.shared.state.context import Ctx
+    from hunkwise.shared.state.models import ClaimEntry, Report, WorkReport
 
 HANDOFF_REFS = "refs/hunkwise/handoffs"
 
@@ -43,7 +49,7 @@ def _safe(path: str) -> bool:
     return bool(path) and not path.startswith("/") and ".." not in parts and ".git" not in parts
 
 
-def record_edits(repo: Path, tv: Any, task: Task, *, kind: SavedKind, ref: str) -> Saved | None:
+def record_edits(repo: Path, tv: TreeView, task: Task, *, kind: SavedKind, ref: str) -> Saved | None:
     """The task's own changes in the tree now, as a record that can travel: the snapshot
     tree, the base *tree* (a tree travels without the commit's history) and its hunks."""
     from hunkwise.shared.hunks.taskview import select
@@ -110,7 +116,7 @@ def put_back(repo: Path, task: Task, saved: Saved, *, what: str, clash: str) -> 
 
 # ---- the coordinator's side: a report from another machine comes back ----------------------
 
-def _report_record(report: Any, snapshot: str, base: str) -> Saved:
+def _report_record(report: WorkReport, snapshot: str, base: str) -> Saved:
     """The report's changes as a record (hunks by place and digest, whole files)."""
     hunks: dict[str, list[tuple[int, int, str]]] = {}
     whole: dict[str, str] = {}
@@ -123,14 +129,14 @@ def _report_record(report: Any, snapshot: str, base: str) -> Saved:
                  at=store.now(), ref="", hunks=hunks, whole=whole)
 
 
-def strays(task: Task, report: Any) -> list[str]:
+def strays(task: Task, report: Report) -> list[str]:
     """The paths a report lists outside the task's grants (or outside the repository):
     such a report is never brought into the tree; validation names them."""
     paths = {p for e in report.changes for p in (e.path, e.old_path) if p}
     return sorted(p for p in paths if not _safe(p) or not recovery.covered(task, p))
 
 
-def bring_in(ctx: Any, state: State, task: Task, report: Any) -> list[str]:
+def bring_in(ctx: Ctx, state: State, task: Task, report: WorkReport) -> list[str]:
     """Put a report delivered on another machine into this tree in place of what this
     tree holds of the task (`task.handover.held`); the paths written.
 
@@ -152,7 +158,7 @@ def bring_in(ctx: Any, state: State, task: Task, report: Any) -> list[str]:
                         again="the report stays pending: coord next tries again")
 
 
-def replace_held(ctx: Any, state: State, task: Task, incoming: Saved, *, what: str,
+def replace_held(ctx: Ctx, state: State, task: Task, incoming: Saved, *, what: str,
                  again: str) -> list[str]:
     """Put `incoming` (changes from another machine) into this tree in place of what the
     tree holds of the task, which must still be `task.handover.held`; the paths written."""
@@ -327,7 +333,7 @@ def _now_entry(cur: FileChange | None, head: tuple[str, str] | None) -> tuple[st
 
 # ---- the authority applies what another machine's sessions did with its tasks -------------
 
-def _mine(ctx: Any, state: State, task_id: str) -> Task | None:
+def _mine(ctx: Ctx, state: State, task_id: str) -> Task | None:
     """The task if this machine is its authority (not a mirror of another's table)."""
     from hunkwise.shared.machines.chains import mirror
 
@@ -337,7 +343,7 @@ def _mine(ctx: Any, state: State, task_id: str) -> Task | None:
     return task
 
 
-def apply_claims(ctx: Any, machine: str, claims: list[Any], applied: Any) -> None:
+def apply_claims(ctx: Ctx, machine: str, claims: list[ClaimEntry], applied: Applied) -> None:
     """A session of another machine started one of this machine's tasks (a handed-over
     one, typically): the claim is granted as a local `worker start` would grant it, or
     ignored when the task is no longer startable by it (the published table answers)."""
@@ -356,7 +362,7 @@ def apply_claims(ctx: Any, machine: str, claims: list[Any], applied: Any) -> Non
                 # Its holder's machine knows its heartbeat: a stale one shows stale here.
                 task.claim = c.model_copy(update={"heartbeat": rec.heartbeat})
                 continue
-            live = c is not None and store.now() - c.heartbeat <= c.ttl
+            live = c is not None and not c.stale(store.now())
             if task.state not in (TaskState.ASSIGNED, TaskState.CHANGES_REQUESTED) \
                     or rec.revision < task.revision or (live and c is not None
                                                          and c.session != rec.session):
@@ -380,8 +386,8 @@ def apply_claims(ctx: Any, machine: str, claims: list[Any], applied: Any) -> Non
             applied.claims.append(f"{task.id}: {rec.session}")
 
 
-def apply_handbacks(ctx: Any, machine: str, checkpoints: dict[str, Checkpoint],
-                    applied: Any) -> None:
+def apply_handbacks(ctx: Ctx, machine: str, checkpoints: dict[str, Checkpoint],
+                    applied: Applied) -> None:
     """A session of another machine that held one of this machine's tasks handed it on
     (back here, typically): its claim is released and the task reserved for the target,
     as a local `worker handoff` does. Its edits travel with the handoff; the start that
@@ -411,13 +417,13 @@ def apply_handbacks(ctx: Any, machine: str, checkpoints: dict[str, Checkpoint],
             applied.claims.append(f"{task.id}: released by {cp.session} for {cp.to}")
 
 
-def apply_works(ctx: Any, machine: str, works: list[tuple[str, bytes, Any, str, str]],
-                applied: Any) -> None:
+def apply_works(ctx: Ctx, machine: str, works: list[tuple[str, bytes, WorkReport, str, str]],
+                applied: Applied) -> None:
     """A report another machine's session delivered for one of this machine's tasks it
     holds the claim of: it joins this inbox as a local delivery would, and waits for
     `coord next` to bring its changes into this tree (`bring_in`)."""
     from hunkwise import inbox
-    from hunkwise.shared.state.models import Handover, TaskState
+    from hunkwise.shared.state.models import AuditState, Handover, TaskState
 
     with store.transaction(ctx.lay) as state:
         for _name, data, report, snapshot, base in sorted(works, key=lambda w: w[0]):
@@ -428,7 +434,7 @@ def apply_works(ctx: Any, machine: str, works: list[tuple[str, bytes, Any, str, 
             if report.revision != task.revision + 1 or not (
                     task.state == TaskState.IN_PROGRESS or amend):
                 continue
-            path = inbox.deliver(ctx.lay.inbox, data, task.id, report.revision)
+            path = inbox.write_report(ctx.lay.inbox, data, task.id, report.revision)
             git.run(ctx.repo, "update-ref",
                     f"refs/hunkwise/snapshots/{git.ref_component(task.id)}/r{report.revision}", snapshot)
             git.run(ctx.repo, "update-ref",
@@ -440,7 +446,7 @@ def apply_works(ctx: Any, machine: str, works: list[tuple[str, bytes, Any, str, 
             task.updated_at = store.now()
             if report.status == "done":
                 for role in task.audit:  # new work needs a new look
-                    task.audit[role] = "pending"
+                    task.audit[role] = AuditState.PENDING
             ho = task.handover or Handover(machine=machine)
             task.handover = ho.model_copy(update={
                 "machine": machine, "pending": (report.revision, machine, snapshot, base)})

@@ -14,7 +14,7 @@ import contextlib
 import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -25,6 +25,7 @@ from hunkwise.shared.machines.chains import (
     MAX_RECORD_BYTES,
     REPORT_NAME_RE,
     SEEN,
+    Applied,
     dump_json,
     has_object,
     load_json,
@@ -40,12 +41,14 @@ from hunkwise.shared.state.models import (
     INACTIVE,
     SESSION_RE,
     TASK_ID_RE,
+    AuditState,
     AuditVerdict,
     Checkpoint,
-    ClaimRecord,
+    ClaimEntry,
     Report,
     Signal,
     SignalType,
+    State,
     Task,
     TaskState,
     WorkReport,
@@ -55,8 +58,7 @@ from hunkwise.shared.state.schema import Record
 from hunkwise.shared.state.signals import addressed_to, close_about
 
 if TYPE_CHECKING:
-    from hunkwise.inbox import Staged
-    from hunkwise.shared.state.documents import AppliedDoc, QuarantinedRecord, SeenChain
+    from hunkwise.shared.state.documents import Mirror, SeenChain
 
 R = TypeVar("R", bound=Record)
 _SIG_ID_RE = re.compile(r"^sig-\d{8}-\d{3,9}@(?P<m>[A-Za-z0-9_-]{1,64})$")
@@ -64,23 +66,6 @@ _MACHINE_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
 # ---- apply what other machines published ---------------------------------------------------
-
-@dataclass
-class Applied:
-    signals: list[str] = field(default_factory=list)
-    verdicts: list[str] = field(default_factory=list)
-    tasks: list[str] = field(default_factory=list)
-    checkpoints: list[str] = field(default_factory=list)
-    reports: list[str] = field(default_factory=list)
-    claims: list[str] = field(default_factory=list)
-    works: list[str] = field(default_factory=list)
-    quarantined: list[QuarantinedRecord] = field(default_factory=list)
-
-    def public(self) -> AppliedDoc:
-        return {"signals": self.signals, "verdicts": self.verdicts, "tasks": self.tasks,
-                "checkpoints": self.checkpoints, "reports": self.reports,
-                "claims": self.claims, "works": self.works, "quarantined": self.quarantined}
-
 
 def remote_machines(repo: Path, refs: dict[str, str] | None = None) -> dict[str, str]:
     """{machine: commit} of every fetched chain (from `refs`, {ref: commit}, when given)."""
@@ -170,58 +155,24 @@ def _apply_machine(ctx: Ctx, machine: str, commit: str, done: set[str],
     checkpoints: dict[str, Checkpoint] = {}
     verdicts: list[tuple[str, bytes, AuditVerdict]] = []
     works: list[tuple[str, bytes, WorkReport, str, str]] = []
-    claims: list[ClaimRecord] = []
+    claims: list[ClaimEntry] = []
     table: Table | None = None
     for path, oid in sorted(todo.items()):
         kind, _, name = path.partition("/")
         data = blobs.get(oid, b"")
         try:
             if kind == "signals":
-                sig = _parse(data, Signal, path)
-                m = _SIG_ID_RE.fullmatch(sig.id)
-                if sig.id != name or m is None or m["m"] != machine:
-                    raise UsageError(f"signal id {sig.id!r} is not one of {machine}'s")
-                if machine_of(sig.sender) != machine:
-                    raise UsageError(f"sender {sig.sender!r} is not on {machine}")
-                from hunkwise.shared.state.signals import check_target
-
-                check_target(sig.to)
-                signals.append(sig)
+                signals.append(_read_signal(data, path, name, machine))
             elif kind == "checkpoints":
-                cp = _parse(data, Checkpoint, path)
-                if machine_of(cp.session) != machine or not SESSION_RE.fullmatch(cp.session):
-                    raise UsageError(f"session {cp.session!r} is not on {machine}")
-                if not KEY_RE.fullmatch(name) or not TASK_ID_RE.fullmatch(cp.task):
-                    raise UsageError(f"malformed checkpoint key {name!r}")
-                if cp.saved is not None:
-                    # Its edits must travel with it, as the trees it names.
-                    trees = ls_tree(repo, edits[name][1]) if name in edits else {}
-                    if (trees.get("snapshot", ("", ""))[1], trees.get("base", ("", ""))[1]) \
-                            != (cp.saved.tree, cp.saved.base):
-                        raise UsageError("its edits are not the trees it names")
-                checkpoints[name] = cp
+                checkpoints[name] = _read_checkpoint(repo, data, path, name, machine, edits)
             elif kind == "claims":
-                rec = _parse(data, ClaimRecord, path)
-                if rec.task != name or not TASK_ID_RE.fullmatch(rec.task):
-                    raise UsageError(f"claim record {name!r} names task {rec.task!r}")
-                if not SESSION_RE.fullmatch(rec.session) or machine_of(rec.session) != machine:
-                    raise UsageError(f"session {rec.session!r} is not on {machine}")
-                claims.append(rec)
+                claims.append(_read_claim(data, path, name, machine))
             elif kind == "reports":
                 entry = report_trees[path]
                 if "report.json" not in entry:
                     raise UsageError("no report.json")
                 data = blobs[entry["report.json"][1]]
-                m = REPORT_NAME_RE.fullmatch(name)
-                if m is None:
-                    raise UsageError(f"{name}: not a report file name")
-                report = _read_report(ctx, name, data)
-                if report.session is None or not SESSION_RE.fullmatch(report.session) \
-                        or machine_of(report.session) != machine:
-                    raise UsageError(f"session {report.session!r} is not on {machine}")
-                if report.task_id != m["task"] or report.revision != int(m["rev"]):
-                    raise UsageError(f"name says {m['task']} r{m['rev']}, content says "
-                                     f"{report.task_id} r{report.revision}")
+                report = _read_machine_report(ctx, data, name, machine)
                 if isinstance(report, AuditVerdict):
                     verdicts.append((name, data, report))
                 elif {"snapshot", "base"} <= set(entry):
@@ -243,6 +194,64 @@ def _apply_machine(ctx: Ctx, machine: str, commit: str, done: set[str],
         apply_handbacks(ctx, machine, checkpoints, applied)
     # What left the published tree is forgotten here too: the bookkeeping stays small.
     return {r for r in done if r.split(" ", 1)[0] in listing}
+
+
+def _read_signal(data: bytes, path: str, name: str, machine: str) -> Signal:
+    """A signal of `machine`'s chain, refused unless its id and sender are that machine's."""
+    sig = _parse(data, Signal, path)
+    m = _SIG_ID_RE.fullmatch(sig.id)
+    if sig.id != name or m is None or m["m"] != machine:
+        raise UsageError(f"signal id {sig.id!r} is not one of {machine}'s")
+    if machine_of(sig.sender) != machine:
+        raise UsageError(f"sender {sig.sender!r} is not on {machine}")
+    from hunkwise.shared.state.signals import check_target
+
+    check_target(sig.to)
+    return sig
+
+
+def _read_checkpoint(repo: Path, data: bytes, path: str, name: str, machine: str,
+                     edits: dict[str, tuple[str, str]]) -> Checkpoint:
+    """A checkpoint of `machine`'s chain: its session on that machine, its edits travelling
+    with it as the trees it names."""
+    cp = _parse(data, Checkpoint, path)
+    if machine_of(cp.session) != machine or not SESSION_RE.fullmatch(cp.session):
+        raise UsageError(f"session {cp.session!r} is not on {machine}")
+    if not KEY_RE.fullmatch(name) or not TASK_ID_RE.fullmatch(cp.task):
+        raise UsageError(f"malformed checkpoint key {name!r}")
+    if cp.saved is not None:
+        # Its edits must travel with it, as the trees it names.
+        trees = ls_tree(repo, edits[name][1]) if name in edits else {}
+        if (trees.get("snapshot", ("", ""))[1], trees.get("base", ("", ""))[1]) \
+                != (cp.saved.tree, cp.saved.base):
+            raise UsageError("its edits are not the trees it names")
+    return cp
+
+
+def _read_claim(data: bytes, path: str, name: str, machine: str) -> ClaimEntry:
+    """A claim of `machine`'s chain: the task its name says, a session on that machine."""
+    rec = _parse(data, ClaimEntry, path)
+    if rec.task != name or not TASK_ID_RE.fullmatch(rec.task):
+        raise UsageError(f"claim record {name!r} names task {rec.task!r}")
+    if not SESSION_RE.fullmatch(rec.session) or machine_of(rec.session) != machine:
+        raise UsageError(f"session {rec.session!r} is not on {machine}")
+    return rec
+
+
+def _read_machine_report(ctx: Ctx, data: bytes, name: str, machine: str) -> Report:
+    """A report of `machine`'s chain: a report file name, a session on that machine, and
+    the task and revision its name says."""
+    m = REPORT_NAME_RE.fullmatch(name)
+    if m is None:
+        raise UsageError(f"{name}: not a report file name")
+    report = _read_report(ctx, name, data)
+    if report.session is None or not SESSION_RE.fullmatch(report.session) \
+            or machine_of(report.session) != machine:
+        raise UsageError(f"session {report.session!r} is not on {machine}")
+    if report.task_id != m["task"] or report.revision != int(m["rev"]):
+        raise UsageError(f"name says {m['task']} r{m['rev']}, content says "
+                         f"{report.task_id} r{report.revision}")
+    return report
 
 
 @dataclass
@@ -283,25 +292,22 @@ def _parse_table(data: bytes, machine: str) -> Table:
 def _apply_state(ctx: Ctx, machine: str, signals: list[Signal],
                  checkpoints: dict[str, Checkpoint], verdicts: list[tuple[str, bytes, AuditVerdict]],
                  table: Table | None, applied: Applied) -> None:
-    from hunkwise import inbox
+    from hunkwise.inbox import delivery
 
     mir_path = sync_dir(ctx) / "mirror.json"
-    # Nothing slow under the state lock: each verdict is written (and fsynced) in tmp/
-    # before it and only linked into new/ under it; refs and quarantines wait until after.
-    staged = {name: inbox.stage(ctx.lay.inbox, data, report.task_id, report.revision,
-                                lasting=False) for name, data, report in verdicts}
-    linked: list[str] = []
     refs: list[tuple[str, str]] = []
     refused: list[tuple[str, bytes, str]] = []
-    try:
+
+    def record(d: delivery.Delivery) -> None:
+        staged = {name: st for (name, _data, _report), st in zip(verdicts, d.staged, strict=True)}
         _apply_locked(ctx, machine, signals, checkpoints, verdicts, table, applied, mir_path,
-                      staged, linked, refs, refused)
-    finally:
-        for name, st in staged.items():
-            if name in linked:
-                inbox.published(st)
-            else:
-                inbox.drop(st)
+                      lambda name: d.link(staged[name]), refs, refused)
+
+    # Nothing slow under the state lock: each verdict is written (and fsynced) in tmp/
+    # before it and only linked into new/ under it; refs and quarantines wait until after.
+    delivery.deliver(ctx.lay.inbox, [delivery.Draft(data, report.task_id, report.revision)
+                                     for _name, data, report in verdicts],
+                     record, lasting=False)
     if refs:
         git.run(ctx.repo, "update-ref", "--stdin",
                 input="".join(f"update {ref} {tree}\n" for ref, tree in refs).encode())
@@ -312,53 +318,13 @@ def _apply_state(ctx: Ctx, machine: str, signals: list[Signal],
 def _apply_locked(ctx: Ctx, machine: str, signals: list[Signal],
                   checkpoints: dict[str, Checkpoint],
                   verdicts: list[tuple[str, bytes, AuditVerdict]], table: Table | None,
-                  applied: Applied, mir_path: Path, staged: dict[str, Staged],
-                  linked: list[str], refs: list[tuple[str, str]],
-                  refused: list[tuple[str, bytes, str]]) -> None:
+                  applied: Applied, mir_path: Path, link: Callable[[str], object],
+                  refs: list[tuple[str, str]], refused: list[tuple[str, bytes, str]]) -> None:
     """_apply_state's part under the state lock: the state, the mirror, and links."""
-    from hunkwise import inbox
-
     with store.transaction(ctx.lay) as state:
         mir = mirror(ctx)
         if table is not None:
-            # A machine may publish only the tasks it coordinates: never one this machine
-            # coordinates (active, or finished and archived at a thaw), never one first
-            # mirrored from a third machine. Such an entry is quarantined with the reason.
-            archived = {d.get("id") for d in store.archived(ctx.lay, "task")}
-            for t in table.tasks:
-                owner = mir["tasks"].get(t.id)
-                if owner is None and (t.id in state.tasks or t.id in archived):
-                    # This machine's own task: never replaced by a remote's copy.
-                    refused.append((f"tasks.json/{t.id}", dump_json(t.model_dump(mode="json")),
-                                    f"{machine} published {t.id}, which {machine_name()} "
-                                    "coordinates; its copy is ignored"))
-                    continue
-                if owner not in (None, machine):
-                    refused.append((f"tasks.json/{t.id}", dump_json(t.model_dump(mode="json")),
-                                    f"{machine} published {t.id}, which {owner} coordinates; "
-                                    "its copy is ignored"))
-                    continue
-                local = state.tasks.get(t.id)
-                if local is not None and _ahead(local, t, machine_name()):
-                    # Started or reported here and not yet answered: this machine's claim
-                    # and work stay until the authority's table shows them.
-                    t = t.model_copy(update={k: getattr(local, k) for k in LOCAL_FIELDS})
-                elif local is not None and local.claim is not None and t.claim is not None \
-                        and (t.claim.session, t.claim.opened) == (local.claim.session,
-                                                                   local.claim.opened) \
-                        and machine_of(local.claim.session) == machine_name():
-                    # This machine's claim, answered: what lay in its grants here before it
-                    # started stays this machine's (the authority never saw this tree).
-                    t = t.model_copy(update={"inherited": local.inherited})
-                state.tasks[t.id] = t
-                mir["tasks"][t.id] = machine
-                applied.tasks.append(t.id)
-            gone = [tid for tid, m in mir["tasks"].items() if m == machine
-                    and tid not in {t.id for t in table.tasks}]
-            for tid in gone:
-                state.tasks.pop(tid, None)
-                del mir["tasks"][tid]
-            mir["ranges_at"][machine] = table.ranges_at
+            _apply_table(ctx, state, mir, machine, table, applied, refused)
         known = {s.id for s in state.signals}
         for sig in signals:
             if sig.id not in known:
@@ -371,30 +337,81 @@ def _apply_locked(ctx: Ctx, machine: str, signals: list[Signal],
                 if cp.saved is not None:  # keep its edits here until it is taken
                     refs.append((f"refs/hunkwise/remote-edits/{machine}/{git.ref_component(cp.task)}",
                                  cp.saved.tree))
-        for name, data, report in verdicts:
-            task = state.tasks.get(report.task_id)
-            if task is None or task.id in mir["tasks"]:
-                continue  # not this machine's to decide
-            role = session_role(report.session or "")
-            if role not in task.audit:
-                refused.append((f"reports/{name}", data,
-                                f"{task.id} asks no audit of role {role!r}"))
-                continue
-            if report.revision != max(task.revision, 1):
-                refused.append((f"reports/{name}", data,
-                                f"verdict on revision {report.revision}; {task.id} is at "
-                                f"revision {task.revision}"))
-                continue
-            task.audit[role] = "approved" if report.verdict == "approve" else "changes"
-            inbox.link(staged[name])
-            linked.append(name)
-            # The request it answers is closed, as a local verdict closes it: for the
-            # reviewer's session, and for its role.
-            who = report.session or ""
-            close_about(state, SignalType.READY_FOR_REVIEW, task.id, who,
-                        _answered_by(who, role))
-            applied.verdicts.append(f"{task.id}: {role} {report.verdict} ({machine})")
+        _apply_verdicts(state, mir, machine, verdicts, applied, link, refused)
         save_json(mir_path, mir)
+
+
+def _apply_table(ctx: Ctx, state: State, mir: Mirror, machine: str, table: Table,
+                 applied: Applied, refused: list[tuple[str, bytes, str]]) -> None:
+    """Another machine's published tasks into this state: those it coordinates, this
+    machine's own claim and work kept where the authority has not seen them yet."""
+    # A machine may publish only the tasks it coordinates: never one this machine
+    # coordinates (active, or finished and archived at a thaw), never one first
+    # mirrored from a third machine. Such an entry is quarantined with the reason.
+    archived = {d.get("id") for d in store.archived(ctx.lay, "task")}
+    for t in table.tasks:
+        owner = mir["tasks"].get(t.id)
+        if owner is None and (t.id in state.tasks or t.id in archived):
+            # This machine's own task: never replaced by a remote's copy.
+            refused.append((f"tasks.json/{t.id}", dump_json(t.model_dump(mode="json")),
+                            f"{machine} published {t.id}, which {machine_name()} "
+                            "coordinates; its copy is ignored"))
+            continue
+        if owner not in (None, machine):
+            refused.append((f"tasks.json/{t.id}", dump_json(t.model_dump(mode="json")),
+                            f"{machine} published {t.id}, which {owner} coordinates; "
+                            "its copy is ignored"))
+            continue
+        local = state.tasks.get(t.id)
+        if local is not None and _ahead(local, t, machine_name()):
+            # Started or reported here and not yet answered: this machine's claim
+            # and work stay until the authority's table shows them.
+            t = t.model_copy(update={k: getattr(local, k) for k in LOCAL_FIELDS})
+        elif local is not None and local.claim is not None and t.claim is not None \
+                and (t.claim.session, t.claim.opened) == (local.claim.session,
+                                                           local.claim.opened) \
+                and machine_of(local.claim.session) == machine_name():
+            # This machine's claim, answered: what lay in its grants here before it
+            # started stays this machine's (the authority never saw this tree).
+            t = t.model_copy(update={"inherited": local.inherited})
+        state.tasks[t.id] = t
+        mir["tasks"][t.id] = machine
+        applied.tasks.append(t.id)
+    gone = [tid for tid, m in mir["tasks"].items() if m == machine
+            and tid not in {t.id for t in table.tasks}]
+    for tid in gone:
+        state.tasks.pop(tid, None)
+        del mir["tasks"][tid]
+    mir["ranges_at"][machine] = table.ranges_at
+
+
+def _apply_verdicts(state: State, mir: Mirror, machine: str,
+                    verdicts: list[tuple[str, bytes, AuditVerdict]], applied: Applied,
+                    link: Callable[[str], object], refused: list[tuple[str, bytes, str]]) -> None:
+    """Verdicts from another machine's auditors on this machine's tasks: counted, and
+    linked into the inbox (`link`), as a local `worker review` would be."""
+    for name, data, report in verdicts:
+        task = state.tasks.get(report.task_id)
+        if task is None or task.id in mir["tasks"]:
+            continue  # not this machine's to decide
+        role = session_role(report.session or "")
+        if role not in task.audit:
+            refused.append((f"reports/{name}", data,
+                            f"{task.id} asks no audit of role {role!r}"))
+            continue
+        if report.revision != max(task.revision, 1):
+            refused.append((f"reports/{name}", data,
+                            f"verdict on revision {report.revision}; {task.id} is at "
+                            f"revision {task.revision}"))
+            continue
+        task.audit[role] = AuditState.of(report.verdict)
+        link(name)
+        # The request it answers is closed, as a local verdict closes it: for the
+        # reviewer's session, and for its role.
+        who = report.session or ""
+        close_about(state, SignalType.READY_FOR_REVIEW, task.id, who,
+                    _answered_by(who, role))
+        applied.verdicts.append(f"{task.id}: {role} {report.verdict} ({machine})")
 
 
 def _answered_by(session: str, role: str) -> Callable[[Signal], bool]:

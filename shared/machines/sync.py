@@ -55,9 +55,11 @@ from hunkwise.shared.machines.chains import (
 )
 from hunkwise.shared.state import store
 from hunkwise.shared.state.context import Ctx, machine_name
-from hunkwise.shared.state.models import ClaimRecord, Report, Task, TaskState
+from hunkwise.shared.state.models import ClaimEntry, Report, State, Task, TaskState
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from hunkwise.shared.state.documents import SyncResult
 
 # A chain longer than this is compacted: its machine publishes a new root commit holding
@@ -65,7 +67,7 @@ if TYPE_CHECKING:
 COMPACT_AFTER = 1000
 
 
-def _is_authority(ctx: Ctx, state: Any) -> list[Task]:
+def _is_authority(ctx: Ctx, state: State) -> list[Task]:
     """The tasks this machine holds as the authority (not as a mirror)."""
     mirrored = mirror(ctx)["tasks"]
     return [t for t in state.tasks.values() if t.id not in mirrored]
@@ -125,63 +127,15 @@ def publish(ctx: Ctx, refs: dict[str, str] | None = None) -> str | None:
         top = ls_tree(repo, parent) if parent else {}
         current_reports = ls_tree(repo, f"{parent}:reports") if parent and "reports" in top else {}
 
-        blobs: dict[str, bytes] = {}
-        for sig in state.signals:
-            if "@" in sig.id or machine_of(sig.sender) != me:
-                continue  # imported, or sent by nobody of this machine
-            pub = sig.model_copy(update={"id": f"{sig.id}@{me}", "state": "pending", "acked_by": []})
-            blobs[f"signals/{pub.id}"] = dump_json(pub.model_dump(mode="json", by_alias=True))
-        edits: Nested = {}
-        for key, cp in state.checkpoints.items():
-            if machine_of(cp.session) == me and KEY_RE.fullmatch(key):
-                blobs[f"checkpoints/{key}"] = dump_json(cp.model_dump(mode="json"))
-                if cp.saved is not None and cp.saved.base and has_object(repo, cp.saved.tree) \
-                        and has_object(repo, cp.saved.base):
-                    # The edits travel with it: the snapshot and base trees as entries.
-                    edits[key] = {"snapshot": ("040000", cp.saved.tree),
-                                  "base": ("040000", cp.saved.base)}
-        mirrored = mirror(ctx)["tasks"]
-        for t in state.tasks.values():
-            c = t.claim
-            if t.id in mirrored and c is not None and machine_of(c.session) == me \
-                    and t.state in (TaskState.IN_PROGRESS, TaskState.REPORTED):
-                rec = ClaimRecord(task=t.id, session=c.session, state="in_progress" if t.state is TaskState.IN_PROGRESS else "reported",
-                                  revision=t.revision, opened=c.opened, heartbeat=c.heartbeat,
-                                  ttl=c.ttl)
-                blobs[f"claims/{t.id}"] = dump_json(rec.model_dump(mode="json"))
-        own_tasks = _is_authority(ctx, state)
-        if own_tasks:
-            now = store.now()
-            shown = [t for t in own_tasks if t.active or now - t.updated_at < KEEP_FINISHED_S]
-            blobs["tasks.json"] = dump_json({"machine": me, "ranges_at": state.ranges_at,
-                                         "tasks": [t.model_dump(mode="json") for t in shown]})
+        blobs, edits = _record_blobs(ctx, state, me)
         keep, fresh, theirs = _report_records(ctx, me, current_reports)
         names = list(blobs)
         contents = [blobs[n] for n in names] + [data for _n, data, _r in fresh]
         # Every id is computed here first: a sync that changes nothing writes nothing.
         oids = [objects.blob_id(repo, data) for data in contents]
         by_name = {n: str(o) for n, o in zip(names, oids[:len(names)], strict=True)}
-        reports: Nested = dict(keep)
-        for (name, _data, report), oid in zip(fresh, oids[len(names):], strict=True):
-            entry: Nested = {"report.json": ("100644", str(oid))}
-            if has_object(repo, report.snapshot):
-                entry["snapshot"] = ("040000", report.snapshot)
-            base_tree = git.tree_of(repo, report.base_commit) if report.base_commit else None
-            if base_tree is not None:
-                entry["base"] = ("040000", base_tree)
-            reports[name] = entry
-        root: Nested = {}
-        for folder in ("signals", "checkpoints", "claims"):
-            sub: Nested = {n.split("/", 1)[1]: ("100644", o) for n, o in by_name.items()
-                           if n.startswith(folder + "/")}
-            if sub:
-                root[folder] = sub
-        if edits:
-            root["edits"] = edits
-        if reports:
-            root["reports"] = reports
-        if "tasks.json" in by_name:
-            root["tasks.json"] = ("100644", by_name["tasks.json"])
+        reports = _reports_tree(repo, keep, fresh, oids[len(names):])
+        root = _root_tree(by_name, edits, reports)
         if not root and parent is None:
             return None
         tree, levels = plan_tree(repo, root)
@@ -195,18 +149,7 @@ def publish(ctx: Ctx, refs: dict[str, str] | None = None) -> str | None:
             raise CoordError("git stored the records under other ids than computed; "
                              "is the repository's object format supported?")
         objects.make_trees(repo, levels)  # every level in one process
-        env = {"GIT_AUTHOR_NAME": "hunkwise", "GIT_AUTHOR_EMAIL": f"hunkwise@{me}",
-               "GIT_COMMITTER_NAME": "hunkwise", "GIT_COMMITTER_EMAIL": f"hunkwise@{me}"}
-        args = ["commit-tree", tree, "-m", f"hunkwise records of {me}"]
-        target = ref
-        if parent and int(git.run(repo, "rev-list", "--count", parent).decode()) >= COMPACT_AFTER:
-            # Compaction: a new root holding the current tree, as the next generation.
-            gen = gen_number(ref)
-            target, parent = gen_ref(OWN, me, gen + 1), None
-            args[-1] += f" (compacted, generation {gen + 1})"
-        if parent:
-            args[2:2] = ["-p", parent]
-        commit = git.run(repo, *args, env=env).decode().strip()
+        commit, target = _commit(repo, me, ref, tree, parent)
         # Compare-and-swap: another command of this machine may have published meanwhile.
         if target != ref:
             rc, _ = git.run_rc(repo, "update-ref", target, commit, git.null_oid(repo))
@@ -219,6 +162,95 @@ def publish(ctx: Ctx, refs: dict[str, str] | None = None) -> str | None:
             _published(theirs)
             return commit
     raise CoordError(f"{ref} kept moving while publishing; try again")
+
+
+def _record_blobs(ctx: Ctx, state: State, me: str) -> tuple[dict[str, bytes], Nested]:
+    """This machine's entries as files of its chain (signals, checkpoints, claims on
+    mirrored tasks, the task table of the tasks it coordinates), and the edits that travel
+    with its checkpoints."""
+    repo = ctx.repo
+    blobs: dict[str, bytes] = {}
+    for sig in state.signals:
+        if "@" in sig.id or machine_of(sig.sender) != me:
+            continue  # imported, or sent by nobody of this machine
+        pub = sig.model_copy(update={"id": f"{sig.id}@{me}", "state": "pending", "acked_by": []})
+        blobs[f"signals/{pub.id}"] = dump_json(pub.model_dump(mode="json", by_alias=True))
+    edits: Nested = {}
+    for key, cp in state.checkpoints.items():
+        if machine_of(cp.session) == me and KEY_RE.fullmatch(key):
+            blobs[f"checkpoints/{key}"] = dump_json(cp.model_dump(mode="json"))
+            if cp.saved is not None and cp.saved.base and has_object(repo, cp.saved.tree) \
+                    and has_object(repo, cp.saved.base):
+                # The edits travel with it: the snapshot and base trees as entries.
+                edits[key] = {"snapshot": ("040000", cp.saved.tree),
+                              "base": ("040000", cp.saved.base)}
+    mirrored = mirror(ctx)["tasks"]
+    for t in state.tasks.values():
+        c = t.claim
+        if t.id in mirrored and c is not None and machine_of(c.session) == me \
+                and t.state in (TaskState.IN_PROGRESS, TaskState.REPORTED):
+            rec = ClaimEntry(task=t.id, session=c.session, state="in_progress" if t.state is TaskState.IN_PROGRESS else "reported",
+                              revision=t.revision, opened=c.opened, heartbeat=c.heartbeat,
+                              ttl=c.ttl)
+            blobs[f"claims/{t.id}"] = dump_json(rec.model_dump(mode="json"))
+    own_tasks = _is_authority(ctx, state)
+    if own_tasks:
+        now = store.now()
+        shown = [t for t in own_tasks if t.active or now - t.updated_at < KEEP_FINISHED_S]
+        blobs["tasks.json"] = dump_json({"machine": me, "ranges_at": state.ranges_at,
+                                     "tasks": [t.model_dump(mode="json") for t in shown]})
+    return blobs, edits
+
+
+def _reports_tree(repo: Path, keep: dict[str, tuple[str, str]],
+                  fresh: list[tuple[str, bytes, Report]], oids: list[git.Sha]) -> Nested:
+    """The `reports/` folder: the reports kept, and each new one with its snapshot and base
+    trees where this repository has them."""
+    reports: Nested = dict(keep)
+    for (name, _data, report), oid in zip(fresh, oids, strict=True):
+        entry: Nested = {"report.json": ("100644", str(oid))}
+        if has_object(repo, report.snapshot):
+            entry["snapshot"] = ("040000", report.snapshot)
+        base_tree = git.tree_of(repo, report.base_commit) if report.base_commit else None
+        if base_tree is not None:
+            entry["base"] = ("040000", base_tree)
+        reports[name] = entry
+    return reports
+
+
+def _root_tree(by_name: dict[str, str], edits: Nested, reports: Nested) -> Nested:
+    """The chain commit's tree, as nested folders of (mode, object id) entries."""
+    root: Nested = {}
+    for folder in ("signals", "checkpoints", "claims"):
+        sub: Nested = {n.split("/", 1)[1]: ("100644", o) for n, o in by_name.items()
+                       if n.startswith(folder + "/")}
+        if sub:
+            root[folder] = sub
+    if edits:
+        root["edits"] = edits
+    if reports:
+        root["reports"] = reports
+    if "tasks.json" in by_name:
+        root["tasks.json"] = ("100644", by_name["tasks.json"])
+    return root
+
+
+def _commit(repo: Path, me: str, ref: str, tree: str, parent: str | None) -> tuple[str, str]:
+    """A commit of `tree` on `parent` and the ref it is for: past COMPACT_AFTER commits, a
+    new root on the next generation's ref instead."""
+    env = {"GIT_AUTHOR_NAME": "hunkwise", "GIT_AUTHOR_EMAIL": f"hunkwise@{me}",
+           "GIT_COMMITTER_NAME": "hunkwise", "GIT_COMMITTER_EMAIL": f"hunkwise@{me}"}
+    args = ["commit-tree", tree, "-m", f"hunkwise records of {me}"]
+    target = ref
+    if parent and int(git.run(repo, "rev-list", "--count", parent).decode()) >= COMPACT_AFTER:
+        # Compaction: a new root holding the current tree, as the next generation.
+        gen = gen_number(ref)
+        target, parent = gen_ref(OWN, me, gen + 1), None
+        args[-1] += f" (compacted, generation {gen + 1})"
+    if parent:
+        args[2:2] = ["-p", parent]
+    commit = git.run(repo, *args, env=env).decode().strip()
+    return commit, target
 
 
 def _published(entries: list[Any]) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
@@ -18,8 +18,13 @@ from hunkwise.shared.state.models import ROLE_RE, SESSION_RE, State, Task, check
 
 @dataclass
 class Ctx:
+    """One command's view of the repository: where it is, where its state lives."""
+
     repo: Path
     lay: store.Layout
+    # Set once this command published the reports killed workers recorded but never
+    # published (`inbox.delivery.settle`): it does that once, whichever step asks first.
+    settled: bool = field(default=False, compare=False)
 
     @cached_property
     def config(self) -> config.Config:

@@ -55,6 +55,21 @@ class TaskState(StrEnum):
 INACTIVE = (TaskState.ACCEPTED, TaskState.REJECTED, TaskState.REVERTED)
 
 
+class AuditState(StrEnum):
+    """Where one role's audit of a task stands (`Task.audit`, role -> state): asked and not
+    answered yet, approved, or changes asked for. An auditor's answer is a verdict
+    (`Verdict`: approve or changes); this is what the task keeps of it."""
+
+    PENDING = "pending"
+    APPROVED = "approved"
+    CHANGES = "changes"
+
+    @classmethod
+    def of(cls, verdict: str | None) -> AuditState:
+        """What an auditor's verdict makes of its role's audit."""
+        return cls.APPROVED if verdict == "approve" else cls.CHANGES
+
+
 Strict = Record
 
 
@@ -251,6 +266,10 @@ class Claim(Strict):
     heartbeat: float
     ttl: int
 
+    def stale(self, now: float) -> bool:
+        """No heartbeat for longer than its TTL (`[claims] ttl_seconds`)."""
+        return now - self.heartbeat > self.ttl
+
 
 class Note(Strict, Public["NoteDoc"]):
     at: float
@@ -355,7 +374,7 @@ class Task(Strict):
     held_until_thaw: bool = False
     reserved_for: str | None = None
     served_revision: int = 0
-    audit: dict[str, str] = F(default_factory=dict)
+    audit: dict[str, AuditState] = F(default_factory=dict)
     # Changes in the task's grants when it started that its own reports had not claimed
     # (path -> identities): never claimed silently (SPEC.md, "inherited").
     inherited: dict[str, list[str]] = F(default_factory=dict)
@@ -385,6 +404,13 @@ class Task(Strict):
     @property
     def active(self) -> bool:
         return self.state not in INACTIVE
+
+    def stale(self, now: float) -> bool:
+        """Its claim is stale while it is in progress. A worker that reported was told to
+        stop: its claim is kept only so it may amend its report, and its silence is no sign
+        of trouble (issue 26)."""
+        return self.claim is not None and self.state == TaskState.IN_PROGRESS \
+            and self.claim.stale(now)
 
     def public(self) -> TaskDoc:
         return {
@@ -460,7 +486,7 @@ class Checkpoint(Strict, Public["CheckpointDoc"]):
     saved: Saved | None = None
 
 
-class ClaimRecord(Strict):
+class ClaimEntry(Strict):
     """A claim a machine's session holds on a task another machine coordinates: the
     request the authority applies at its next sync."""
 

@@ -29,8 +29,11 @@ if TYPE_CHECKING:
     from hunkwise.shared.hunks.diff import FileChange
     from hunkwise.shared.hunks.taskview import TreeView
     from hunkwise.shared.state.context import Ctx
+    from hunkwise.shared.state.documents import CommandResult
 
 TAIL_CHARS = 4000
+# The lines of a verify (or bisect) command's output kept in its result.
+VERIFY_TAIL_LINES = 40
 
 
 class SetupFailed(CheckFailed):
@@ -58,6 +61,23 @@ def run_checks(cwd: Path, commands: Sequence[str], timeout_s: float, *,
             sys.stderr.write(f"[{tag}] {'pass' if ran.passed else 'FAIL'} in "
                              f"{ran.duration_s:.1f}s\n")
         if stop_early and not ran.passed:
+            break
+    return results
+
+
+def run_commands(where: Path, commands: list[str], timeout: float, *, label: str = "verify",
+                 stop_early: bool = False) -> list[CommandResult]:
+    """Run commands in a checkout, each streamed to stderr; their results."""
+    results: list[CommandResult] = []
+    for i, cmd in enumerate(commands, 1):
+        sys.stderr.write(f"{label} [{i}/{len(commands)}] {cmd}\n")
+        ran = run_command(cmd, where, timeout, label=f"{i}", tail_lines=VERIFY_TAIL_LINES)
+        code, secs, tail = ran.exit_code, ran.duration_s, ran.tail
+        results.append({"command": cmd, "exit_code": code, "duration_s": secs,
+                        "passed": code == 0, "output_tail": "\n".join(tail)})
+        sys.stderr.write(f"{label} [{i}/{len(commands)}] "
+                         f"{'pass' if code == 0 else 'FAIL'} in {secs:.1f}s\n")
+        if stop_early and code != 0:
             break
     return results
 

@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from hunkwise.shared import git
 from hunkwise.shared.hunks import diff, snapshot
@@ -30,6 +30,9 @@ from hunkwise.shared.hunks.slide import canonical, placements
 from hunkwise.shared.hunks.taskview import Selection, TreeView, select, whole_identity
 from hunkwise.shared.state import store
 from hunkwise.shared.state.models import Saved, SavedKind, State, Task, TaskState, report_path
+
+if TYPE_CHECKING:
+    from hunkwise.shared.state.context import Ctx
 
 WIP_REFS = "refs/hunkwise/wip"
 SNAPSHOT_REFS = "refs/hunkwise/snapshots"
@@ -299,7 +302,7 @@ def _same(saved: Saved | None, hunks: dict[str, list[Pos]], whole: dict[str, str
             == {k: sorted(v) for k, v in hunks.items()} and saved.whole == whole)
 
 
-def record_wip(ctx: Any, state: State, tv: TreeView,
+def record_wip(ctx: Ctx, state: State, tv: TreeView,
                task_ids: Iterable[str], current: set[str] | None = None) -> dict[str, Loss]:
     """Record the in-progress tasks' changes where they changed since their last record.
 
@@ -372,7 +375,7 @@ def record_wip(ctx: Any, state: State, tv: TreeView,
     return losses
 
 
-def record_now(ctx: Any, task_ids: Iterable[str], snap: snapshot.Snapshot | None = None,
+def record_now(ctx: Ctx, task_ids: Iterable[str], snap: snapshot.Snapshot | None = None,
                state: State | None = None) -> dict[str, Loss]:
     """`record_wip` for a worker command: one snapshot (`snap` when the command has one);
     a tree view only when the tree changed since the tasks' records. `state`: the one the
