@@ -254,7 +254,8 @@ def test_a_done_in_flight_loses_to_a_recovery(make_repo, coord, worker) -> None:
            f"from testing.state import age_claims; age_claims(Path({str(repo)!r}), 'A')")
     check = (f"{shlex.quote(sys.executable)} -c {shlex.quote(age)} && "
              # the coordinator acting meanwhile (coord refuses its commands to the worker)
-             f"HUNKWISE_COORDINATOR=1 {BIN / 'coord'} recover A --repo {repo} >/dev/null && "
+             f"COORD_SESSION=sess-20260101-0000-coord@box {BIN / 'coord'} recover A "
+             f"--repo {repo} >/dev/null && "
              f"{BIN / 'worker'} start A --session {SESS_B} --repo {repo} >/dev/null")
     assign_and_start(coord, worker, repo, "A", "a.txt", lambda: write(repo, "a.txt", "2\n"), check=check,
           session=SESS_A)

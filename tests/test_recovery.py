@@ -186,7 +186,9 @@ def test_identical_lines_of_two_tasks_are_told_apart_by_place(make_repo, coord, 
     p = repo / "p.py"
     p.write_text(PASS.replace("    x = 1\n", "    x = 1\n    pass\n")
                  .replace("    y = 2\n", "    y = 2\n    pass\n"))
-    ok(worker(repo, "done", "A"))
+    # (a line appended to f's body, right above the blank lines between f and g: which of
+    # them are A's the file alone cannot tell; A says they are its own, left as they were)
+    ok(worker(repo, "done", "A", "--claim", "p.py"))
     ok(worker(repo, "heartbeat", "B"))
     p.write_text(PASS.replace("    x = 1\n", "    x = 1\n    pass\n"))  # B removes its own
     assert "A" not in lost(coord, repo)

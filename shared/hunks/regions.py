@@ -444,9 +444,69 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
         blank run that opens the next; a helper appended after one function, or put above
         the next) could as well lie at the other's edge, and those lines stay a contest;
         a line replaced at one range's edge keeps the other's edge, and stays in place."""
+        if c == kept_cut[k]:
+            return 2
         left, right = old_of[k][-1:], old_of[k + 1][:1]
         return int(bool((c > 0 and left and _words(nw[c - 1]) == _words(left[0]))
                         or (c < width and right and _words(nw[c]) == _words(right[0]))))
+
+    def kept_at(k: int) -> int | None:
+        """Where the cut at rival boundary k stays when the weak lines around it (blank
+        lines, closing brackets: lines that hold no word) are as they were: one run of them
+        in the new lines, among the least-cost cuts, equal line for line to the old run the
+        boundary cut, between the same worded lines (or those lines edited in place).
+        Moving the cut inside such a run would have one range drop a blank line and the
+        other add one, two edits where none was made: the cut stays where it was. A line
+        inserted beside the run (a decorator, a helper, a line appended to a body) leaves
+        it open: whose side it is on, the file cannot tell."""
+        opts = cuts[k]
+        if not opts or not (alive(k) and alive(k + 1)):
+            return None  # (a range deleted but for a blank line keeps nothing in place)
+        b = regs[k].end - lo + 1  # the old boundary, as an index into ow
+        oa = b
+        while oa > 0 and not _strong(ow[oa - 1]):
+            oa -= 1
+        oz = b
+        while oz < len(ow) and not _strong(ow[oz]):
+            oz += 1
+        if oz == oa:
+            return None  # no weak line at the boundary: nothing of the kind to keep
+        def at(lines: Sequence[bytes], i: int) -> bytes | None:
+            return _words(lines[i]) if 0 <= i < len(lines) else None
+
+        def same(ni: int, oi: int, step: int) -> bool:
+            """Is new line ni the old line oi, or that line edited in place (a new line
+            where it stood, the line beyond it as it was)?"""
+            x, y = at(nw, ni), at(ow, oi)
+            return x == y or (x is not None and x not in old_words
+                              and at(nw, ni + step) == at(ow, oi + step))
+
+        found: list[int] = []
+        a = min(opts)
+        while a > 0 and not _strong(nw[a - 1]):
+            a -= 1  # the start of the weak run the lowest cut is in
+        while a <= max(opts):
+            z = a
+            while z < width and not _strong(nw[z]):
+                z += 1
+            cut = a + (b - oa)
+            if nw[a:z] == ow[oa:oz] and cut in opts and same(a - 1, oa - 1, -1) and \
+                    same(z, oz, 1):
+                found.append(cut)
+            a = z + 1
+            while a < width and _strong(nw[a - 1]) and _strong(nw[a]):
+                a += 1  # past the worded lines to the next run (or the next line)
+        return found[0] if len(found) == 1 else None
+
+    new_words = {_words(x) for x in nw}
+    old_words = {_words(x) for x in ow}
+
+    def alive(k: int) -> bool:
+        """Does region k keep one of its distinctive lines somewhere in the new lines?"""
+        return any(w in new_words for w in (_words(x) for x in old_of[k])
+                   if once_old.get(w) == 1 and _WORD.search(w))
+
+    kept_cut = [kept_at(k) if rival[k] else None for k in range(len(regs) - 1)]
 
     def score(k: int, s: int, e: int, row: list[int], ev: Evidence | None) -> Score | None:
         r, old, share = regs[k], old_of[k], nw[s:e]
