@@ -42,7 +42,7 @@ KEEP_S = 600.0  # closed call records older than this are pruned
 # no after-event for a failed call) stops counting as running after this long, and its
 # records are pruned: one lost record must not suspend every other session's put-back.
 OPEN_S = 3600.0
-Key = list[int]  # (inode, size, mtime_ns)
+Key = list[int]  # (inode, size, mtime_ns, ctime_ns)
 Entry = tuple[str, str]  # (mode, blob id)
 
 
@@ -51,7 +51,8 @@ def _key(full: str) -> Key | None:
         st = os.lstat(full)
     except OSError:
         return None
-    return [st.st_ino, st.st_size, st.st_mtime_ns]
+    # ctime too: a write that puts size and mtime back (utime) cannot set it
+    return [st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
 
 
 _PLAIN = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.@-")

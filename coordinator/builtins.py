@@ -34,7 +34,7 @@ ls cat head tail wc grep egrep fgrep zgrep ag ack diff cmp comm echo pwd stat fi
 tree basename dirname realpath readlink true false test [ which type date sleep jq yq
 column nl fold fmt paste join expand unexpand rev tac od hexdump xxd md5sum sha1sum
 sha256sum sha512sum b2sum cksum seq wait id whoami hostname uname printenv locale nproc
-free uptime ps pgrep kill lsof mkdir tr cut uniq strings env-info shift set unset exit
+free uptime ps pgrep kill lsof mkdir tr cut uniq strings env-info shift set exit
 return break continue : let umask ulimit getopts jobs fg bg disown dirs popd history
 times caller compgen shopt pytest py.test tox nox mypy pyright pylint flake8 pyflakes bandit
 coverage pip pip3 pipx cmake ctest ninja meson mvn gradle gradlew ant sbt dotnet swift
@@ -163,11 +163,17 @@ def _find(words: list[Word], scope: Scope, cmd: Simple, appended: bool) -> Block
         if w.text.startswith(("-", "(", "!")):
             break
         starts.append(w)
-    if any(w.text == "-delete" for w in words):
+    names_only = _removes_by_safe_names(words)
+    if any(w.text == "-delete" for w in words) and not names_only:
         from hunkwise.coordinator.programs import Write
 
-        scope.writes += [Write(scope.where(w.text), shown(words), True, "", False)
-                         for w in starts or [Word(".")] if not w.dynamic]
+        if any(w.dynamic for w in starts):
+            return _block(words, "`find -delete` from a folder built from expansions: it "
+                          "could be .git", "name the folder literally")
+        # It may remove any file below where it starts: judged as a rewrite of that tree
+        # (protected paths under it, and the grants).
+        scope.writes += [Write(scope.where(w.text), shown(words), True)
+                         for w in starts or [Word(".")]]
     i = 1
     while i < len(words):
         t = words[i].text
@@ -178,6 +184,10 @@ def _find(words: list[Word], scope: Scope, cmd: Simple, appended: bool) -> Block
             inner = [Word(w.text, dynamic=True) if "{}" in w.text else w for w in words[i + 1:j]]
             if not inner:
                 return _block(words, f"`find {t}` without a command", DIRECT)
+            if names_only and inner[0].text in ("rm", "rmdir") and not any(
+                    w.dynamic and "{}" not in w.text for w in inner):
+                i = j + 1
+                continue  # it removes only what its names match, which no protected file is
             found = judge_argv(inner, scope, cmd, j < len(words) and words[j].text == "+")
             if found is not None:
                 return _block(words, f"`find {t}` runs `{found.what}`: {found.why}",
@@ -188,6 +198,39 @@ def _find(words: list[Word], scope: Scope, cmd: Simple, appended: bool) -> Block
             shellwrites.record([words[i + 1]], scope, words)
         i += 1
     return None
+
+
+# Files no worker may remove, by name: git's own, the agents' hook settings, the state's.
+# A `find` that removes only what its -name patterns match, where no pattern matches any of
+# these, cannot reach them; what it removes of other tasks' files the check after the call
+# puts back (a cache clean-up: `find . -name '*.pyc' -delete`).
+_PROTECTED_NAMES = (".git", ".claude", ".codex", "config", "HEAD", "index", "ORIG_HEAD",
+                    "FETCH_HEAD", "packed-refs", "description", "exclude", "pre-commit",
+                    "reference-transaction", "post-checkout", "commit-msg", "pre-push",
+                    "settings.json", "settings.local.json", "hooks.json", "state.json",
+                    "provenance.jsonl", "lock", "index.lock", "before-toolu_1.json",
+                    "open-toolu_1.json", "last-sess.json", "done-1.5-toolu_1.json", "coord",
+                    "identities", "calls", "inbox", "new", "cur", "tmp", "objects", "refs",
+                    "hooks", "info", "logs", "heads", "main", "master", "hunkwise",
+                    "0123456789abcdef0123456789abcdef01234567", "ab")
+_FIND_SELECTS = {"-path", "-ipath", "-wholename", "-iwholename", "-regex", "-iregex",
+                 "-lname", "-ilname", "-o", "-or", ",", "-not", "!", "-samefile", "-inum"}
+
+
+def _removes_by_safe_names(words: list[Word]) -> bool:
+    import fnmatch
+
+    pats = []
+    for k, w in enumerate(words[:-1]):
+        if w.text in ("-name", "-iname"):
+            v = words[k + 1]
+            if v.dynamic:
+                return False
+            pats.append((v.text, w.text == "-iname"))
+    if not pats or any(w.text in _FIND_SELECTS for w in words):
+        return False
+    return not any(fnmatch.fnmatchcase(n.lower() if ci else n, p.lower() if ci else p)
+                   for p, ci in pats for n in _PROTECTED_NAMES)
 
 
 def _fd(words: list[Word], scope: Scope, cmd: Simple, appended: bool) -> Blocked | None:
@@ -235,6 +278,10 @@ def _make(words: list[Word], scope: Scope, cmd: Simple, appended: bool) -> Block
             value = Word(t[2:], dynamic=w.dynamic)
         elif t.startswith(("--file=", "--makefile=")):
             value = Word(t.split("=", 1)[1], dynamic=w.dynamic)
+        if value is not None and not value.dynamic and scope.where(value.text) in scope.made:
+            return _block(words, "a makefile this command line writes cannot be read before "
+                          "it runs, and its recipes run commands", "write it in one call and "
+                          "run make in another")
         if value is not None and (value.dynamic or value.text in ("-", "/dev/stdin") or
                                   value.text.startswith(("/dev/fd/", "/proc/"))):
             return _block(words, "a makefile on stdin or from an expansion cannot be read, "
@@ -243,7 +290,15 @@ def _make(words: list[Word], scope: Scope, cmd: Simple, appended: bool) -> Block
         if is_assignment(w) and codescan.names_git(t):
             return _block(words, f"the make variable `{t[:60]}` runs git in recipes",
                           DIRECT)
+        if is_assignment(w) and t.split("=", 1)[0].rstrip(":+?") in _MAKE_RUNS:
+            return _block(words, f"the make variable `{t[:60]}` changes the shell or the "
+                          "flags its recipes run with", "run make without it")
     return None
+
+
+# make variables that choose the program recipes run in, or add options (--eval) to make
+_MAKE_RUNS = {"SHELL", ".SHELLFLAGS", "MAKESHELL", "MAKEFLAGS", "GNUMAKEFLAGS", "MFLAGS",
+              "MAKEFILES", "MAKE"}
 
 
 _GH_READ = {"pr": {"view", "list", "diff", "status", "checks"},
@@ -300,7 +355,16 @@ def _pre_commit(words: list[Word], scope: Scope, cmd: Simple, appended: bool) ->
     if sub in ("--version", "-V", "help", "--help", "validate-config", "validate-manifest",
                "sample-config"):
         return None
-    if sub == "run" and any(a in ("-a", "--all-files", "--files") for a in args):
+    if sub == "run" and any(a in ("-a", "--all-files") for a in args):
+        from hunkwise.coordinator import shellwrites
+
+        shellwrites.record([Word(".")], scope, words, tree=True, formatter="pre-commit run --files")
+        return None
+    if sub == "run" and "--files" in args:
+        from hunkwise.coordinator import shellwrites
+
+        k = args.index("--files")
+        shellwrites.record([w for w in words[k + 2:] if not w.text.startswith("-")], scope, words)
         return None
     return _block(words, f"`pre-commit {sub}` stashes unstaged changes of the shared tree (or "
                   "writes .git/hooks)", "run `pre-commit run --files <your files>` or "
@@ -310,6 +374,22 @@ def _pre_commit(words: list[Word], scope: Scope, cmd: Simple, appended: bool) ->
 def _sub_wrapper(words: list[Word], scope: Scope, cmd: Simple, appended: bool) -> Blocked | None:
     base = words[0].text.rsplit("/", 1)[-1]
     sub = words[1].text if len(words) > 1 else ""
+    if base in ("npm", "pnpm", "yarn", "bun"):
+        texts = [w.text for w in words[1:]]
+        if any(t.startswith(("--script-shell", "--shell", "--node-options")) for t in texts):
+            return _block(words, f"`{base} --script-shell` (or --node-options) runs a program "
+                          "of its own choosing for every script", f"run {base} without it")
+        if sub == "pkg" and "set" in texts or sub == "set-script" or (
+                sub == "config" and "set" in texts):
+            return _block(words, f"`{base} {sub} set` changes the scripts or settings npm runs "
+                          "(package.json is a file: edit it with your edit tool, within your "
+                          "grants)", "edit package.json directly if your grants hold it")
+        if sub in ("run", "run-script") and len(words) > 2 and base in ("yarn", "pnpm", "bun"):
+            # a name that is no script of package.json runs the program of that name
+            found = judge_argv(words[2:], scope, cmd, appended)
+            if found is not None:
+                return _block(words, f"`{base} run` runs `{found.what}`: {found.why}",
+                              found.instead)
     spec = SUB_WRAPPERS.get((base, sub))
     if spec is None and base == "uv" and sub == "tool" and len(words) > 2 and \
             words[2].text == "run":
@@ -333,8 +413,24 @@ def _coord(words: list[Word], scope: Scope, cmd: Simple, appended: bool) -> Bloc
                                            "`worker blocked TASK_ID --reason \"...\"`")
 
 
+# worker commands that act on the task they name (start claims a new one: it refuses a
+# task another live session holds by itself)
+_WORKER_ON_TASK = {"done", "blocked", "failed", "handoff", "checkpoint", "heartbeat", "ask",
+                   "check", "diff", "review"}
+
+
 def _worker(words: list[Word], scope: Scope, cmd: Simple, appended: bool) -> Blocked | None:
-    return None
+    args = [w for w in words[1:] if not w.text.startswith("-")]
+    if len(args) < 2 or args[0].text not in _WORKER_ON_TASK or scope.held is None:
+        return None
+    if args[1].dynamic:
+        return _block(words, "a `worker` command whose task is built from expansions cannot be "
+                      "checked", "name your task literally")
+    held = scope.held()
+    if held is None or args[1].text in held or args[0].text == "review":
+        return None
+    return _block(words, f"`worker {args[0].text} {args[1].text}` acts on a task this session "
+                  f"does not hold ({', '.join(held) or 'none'})", "act only on your own task")
 
 
 def _rg(words: list[Word], scope: Scope, cmd: Simple, appended: bool) -> Blocked | None:
@@ -387,6 +483,7 @@ HANDLERS_MORE: dict[str, Judge] = {
     "eval": _eval, "trap": _trap, "source": _source, ".": _source, "alias": _alias,
     "hash": _hash, "enable": _enable, "mapfile": _mapfile, "readarray": _mapfile,
     "export": _declare, "declare": _declare, "typeset": _declare, "local": _declare,
+    "unset": _declare,
     "readonly": _declare, "read": _read, "printf": _printf, "cd": _cd, "pushd": _cd,
     "command": _command, "find": _find, "fd": _fd, "fdfind": _fd, "parallel": _parallel,
     "make": _make, "gmake": _make, "gh": _gh, "tmux": _tmux, "screen": _tmux,

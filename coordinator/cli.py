@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 from hunkwise.shared.cli import (
@@ -76,29 +76,49 @@ class CoordGroup(WorkflowGroup):
         name, cmd, rest = super().resolve_command(ctx, args)
         import os
 
-        if cmd is not None and cmd.callback is not None and os.environ.get("COORD_SESSION"):
-            from hunkwise.coordinator.guard import coord_refusal, env_worker_session
+        if cmd is not None and cmd.callback is not None and (
+                os.environ.get("COORD_SESSION") or os.environ.get("CLAUDE_CODE_SESSION_ID")
+                or os.environ.get("CODEX_THREAD_ID")):
+            from hunkwise.coordinator.guard import coord_refusal
 
-            session = env_worker_session(os.environ)
-            why = coord_refusal([name or "", *rest]) if session else None
+            why = coord_refusal([name or "", *rest])
             if why is not None:
-                act = cmd.callback
-
-                def refuse(**kw: object) -> object:
-                    from hunkwise.shared.errors import StateRefused
-                    from hunkwise.shared.state import store
-
-                    try:
-                        state = store.load(_ctx(kw.get("repo")).lay)  # type: ignore[arg-type]
-                    except Exception:  # noqa: BLE001 - no readable state: nothing to guard
-                        return act(**kw)
-                    if session in state.sessions or any(
-                            t.session == session or (t.claim and t.claim.session == session)
-                            for t in state.tasks.values()):
-                        raise StateRefused(f"{why}; this shell runs worker session {session}")
-                    return act(**kw)
-                cmd = click.Command(cmd.name, params=cmd.params, callback=refuse)
+                cmd = click.Command(cmd.name, params=cmd.params,
+                                    callback=_refusing(cmd.callback, why))
         return name, cmd, rest
+
+
+def _refusing(act: Any, why: str) -> Any:
+    """The command, refused (3) in a worker's shell: one whose `$COORD_SESSION`, or whose
+    agent session variable (mapped at `worker start`), names a session the state knows as
+    a worker's. The coordinator's mark (HUNKWISE_COORDINATOR) does not lift it: any shell
+    can set that."""
+
+    def refuse(**kw: object) -> object:
+        import os
+
+        from hunkwise.shared.errors import StateRefused
+        from hunkwise.shared.state import store
+        from hunkwise.shared.state.identity import agent_identity, lookup, session_role
+
+        try:
+            ctx = _ctx(kw.get("repo"))  # type: ignore[arg-type]
+            state = store.load(ctx.lay)
+        except Exception:  # noqa: BLE001 - no readable state: nothing to guard
+            return act(**kw)
+        mine = [os.environ.get("COORD_SESSION", "").strip()]
+        agent = agent_identity(os.environ)
+        if agent is not None:
+            mine.append(lookup(ctx.lay.root, agent[1]) or "")
+        for session in filter(None, mine):
+            if session_role(session) in ("coord", "coordinator"):
+                continue  # the coordinator's own session, by its role
+            if session in state.sessions or any(
+                    t.session == session or (t.claim and t.claim.session == session)
+                    for t in state.tasks.values()):
+                raise StateRefused(f"{why}; this shell runs worker session {session}")
+        return act(**kw)
+    return refuse
 
 
 _EXAMPLES = """\

@@ -24,6 +24,10 @@ _ESCAPES = LazyRe(r"\\(x[0-9A-Fa-f]{2}|u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|[0-7]{1,3
 _JOIN_OPS = LazyRe(r"""['"]\s*(?:\+|\.|\.\.|\|\|)?\s*['"]""")
 _JOIN = LazyRe(r"""['"]\s*,?\s*['"]""")
 _REACH = LazyRe(r"\bGIT_|\bcoord\b")
+# hunkwise's own commands and marks: `coord`, `worker` named as a program (a word of their
+# own in a string), the package, the coordinator's mark and the session variables.
+_OURS = LazyRe(r"""(?i)hunkwise|\bCOORD_SESSION\b|\bCOORD_DIR\b|CLAUDE_CODE_SESSION_ID|"""
+               r"""CODEX_THREAD_ID|(^|['"`/\s(\[,])(coord|worker)(['"`\s,)\]]|$)""")
 _WORD = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 _CAN_RUN = LazyRe(
     r"\b(system|popen\w*|subprocess|spawn\w*|exec\w*|fork\w*|pty|eval|compile|__import__|"
@@ -38,8 +42,20 @@ _HIDES = LazyRe(
 _WRITES_PROTECTED = LazyRe(
     r"""(?i)(^|[\s'"/=(,])(\.git([/\\'"\s)]|$)|\.claude[/\\]settings|\.codex([/\\'"\s)]|$))""")
 _WRITE_WORDS = LazyRe(
-    r"""(?i)\b(write\w*|open|unlink|remove|rmtree|rename|replace|truncate|chmod|symlink|"""
-    r"""copy\w*|move|mkdir|dump|Set-Content|Out-File|Remove-Item|New-Item)\b|['"][wax]b?\+?['"]|>""")
+    r"""(?i)\b(write\w*|unlink\w*|remove\w*|rmtree|rm(dir)?(Sync)?|delete\w*|rename\w*|"""
+    r"""replace|truncate\w*|chmod\w*|symlink\w*|link\w*|copy\w*|move\w*|mkdir\w*|makedirs|"""
+    r"""dump|Set-Content|Out-File|Remove-Item|New-Item)\b|['"][wax]b?\+?['"]|>""")
+_WRITE_CALLS = LazyRe(
+    r"""(?i)\b(write\w*|unlink\w*|remove\w*|rmtree|rm(dir)?(Sync)?|delete\w*|rename\w*|"""
+    r"""truncate\w*|chmod\w*|symlink\w*|copy\w*|move\w*|mkdir\w*|makedirs|Set-Content|"""
+    r"""Out-File|Remove-Item|New-Item)\b|['"][wax]b?\+?['"]|open\s*\(?\s*\w+\s*,\s*['"]\+?[>|]""")
+# In code given on the command line, a write whose path is built (joined, formatted,
+# globbed, spelled with character codes) or names where the agents' and git's settings
+# live: nothing tells which file it writes.
+_BUILT_PATH = LazyRe(
+    r"""(?i)\bchr\s*\(|%[sdr]|\.format\s*\(|\bjoin\s*\(|\bglob\w*|\bwalk\b|\bscandir|"""
+    r"""readdir|\bopendir|\bgit\b|claude|codex|\bhooks?\b|settings|\bcoord\b|fromCharCode|"""
+    r"""\\x|['"]\s*\+|\+\s*['"]|\$\{|`""")
 
 
 def _decode(m: re.Match[str]) -> str:
@@ -112,14 +128,53 @@ def may_reach_git(text: str) -> bool:
     return names_git(text) or _REACH.search(text) is not None
 
 
+# hunkwise's modules below the package (its CLIs, hooks, state) and its environment marks
+_INTERNALS = LazyRe(r"(?i)hunkwise\s*[.'\"+,]\s*['\"]?\s*(coordinator|worker|shared|inbox)|"
+                    r"HUNKWISE_")
+
+
+def names_ours(text: str) -> bool:
+    """Does the text (as the guard reads it) name hunkwise's own commands, package or
+    identity variables?"""
+    if "\\" not in text and not any(w in text.lower() for w in (
+            "coord", "worker", "hunkwise", "session_id", "thread_id")):
+        return False
+    return any(_OURS.search(t) for t in readings(text))
+
+
+def inline_verdict(code: str) -> str | None:
+    """Why code given on the command line (`python3 -c`, `perl -e`, `node -e`) may not run
+    for a worker: what opaque_verdict says of any code; and besides, such code may not
+    start programs at all (the shell runs them where the guard reads them), nor write a
+    file whose path it builds or that sits where settings live."""
+    why = opaque_verdict(code)
+    if why is not None:
+        return why
+    norm = readings(code)[1]
+    runs = _CAN_RUN.search(norm)
+    if runs is not None:
+        return (f"it can start programs (`{runs.group(0)}`): what it runs comes from where "
+                "the guard cannot read it (its arguments, the environment, stdin, a file)")
+    if _WRITE_CALLS.search(norm):
+        built = _BUILT_PATH.search(norm)
+        if built is not None:
+            return (f"it writes a file whose path it builds or hides (`{built.group(0)}`)")
+    return None
+
+
 def opaque_verdict(code: str) -> str | None:
     """Why this opaque code may not run for a worker, or None when it cannot reach git or
     the protected files."""
+    if _INTERNALS.search(readings(code)[-1]):
+        return "it names hunkwise's internals (its commands' modules, its hooks, its marks)"
     norm = readings(code)[1]
     runs = _CAN_RUN.search(norm)
     if runs is not None:
         if names_git(code):
             return f"it can start programs (`{runs.group(0)}`) and names git"
+        if names_ours(code):
+            return (f"it can start programs (`{runs.group(0)}`) and names hunkwise's own "
+                    "commands (coord, worker) or a session variable")
         hides = _HIDES.search(norm)
         if hides is not None:
             return (f"it can start programs (`{runs.group(0)}`) and spells what it runs in a "

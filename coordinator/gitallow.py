@@ -171,8 +171,13 @@ def check_git(words: Sequence[Word]) -> Blocked | None:
         if w.text == "--" and not w.quoted:
             break
         if w.dynamic:
-            return Blocked(what, f"the argument `{w.text}` holds an expansion that cannot be "
-                           "checked (only paths after `--` may)", "write the arguments out")
+            known = _known_expansion(w)
+            if known is None:
+                return Blocked(what, f"the argument `{w.text}` holds an expansion that cannot "
+                               "be checked (only paths after `--` may)",
+                               "write the arguments out")
+            args.append(known)
+            continue
         args.append(w.text)
     why = _sub_verdict(sub, args)
     if why is None:
@@ -180,6 +185,27 @@ def check_git(words: Sequence[Word]) -> Blocked | None:
     reason, instead = _WHY.get(sub, (f"`git {sub}` is not a read-only git command a worker "
                                      "may run", READ))
     return Blocked(what, reason if why == "blocked" else why, instead)
+
+
+_REV_COMMANDS = ("rev-parse", "merge-base", "rev-list")
+
+
+def _known_expansion(w: Word) -> str | None:
+    """What an argument holding an expansion stands for where that is known: an option
+    whose value alone is expanded (`--author="$(git config user.name)"`: the option is
+    literal, the value cannot become another option), or the object names a read-only git
+    command prints (`$(git rev-parse HEAD)`, `$(git merge-base HEAD main)`; the inner
+    command is judged on its own). None: it could be anything, an option included."""
+    literal = w.text[:w.plain] if w.plain >= 0 else ""
+    if literal.startswith("-") and "=" in literal:
+        return literal + "VALUE"
+    text = w.text.strip('"')
+    if text.startswith("$(") and text.endswith(")") and text.count("$(") == 1:
+        inner = text[2:-1].split()
+        if len(inner) >= 2 and inner[0] == "git" and inner[1] in _REV_COMMANDS and not any(
+                c in text[2:-1] for c in "`;&|<>$\\"):
+            return "REV"
+    return None
 
 
 # Options that run a program or write a file, refused on every subcommand in every
@@ -201,6 +227,10 @@ def _sub_verdict(sub: str, args: list[str]) -> str | None:
                 return f"`{a}` {why}"
     if sub == "cat-file" and any(_abbrev_of(a, "--filters") for a in args):
         return "`--filters` runs the configured filter programs"
+    if sub == "help" and any(a in ("-w", "--web", "-i", "--info") or (
+            len(a) > 2 and a.startswith("--") and ("--web".startswith(a) or
+                                                   "--info".startswith(a))) for a in args):
+        return f"`git help {' '.join(args)[:40]}` opens a browser or a program to show it"
     if sub == "ls-remote":
         for a in args:
             if a == "-u" or (a.startswith("-u") and not a.startswith("--")) or "::" in a:
@@ -233,14 +263,20 @@ def _stash(args: list[str]) -> str | None:
     return "blocked"
 
 
+_IMPLY_LIST = {"--contains", "--no-contains", "--merged", "--no-merged", "--points-at",
+               "--format"}
+
+
 def _listing(flags: set[str], value_flags: set[str], eq_flags: set[str]) -> Any:
     """A checker for `branch` and `tag`: listing passes; a name without --list creates one."""
     letters = {f[1] for f in flags if len(f) == 2 and _letters(f)}
 
     def check(args: list[str]) -> str | None:
+        # --list, and the filters that imply it (git branch/tag: "--contains, --merged,
+        # --points-at, --format ... imply --list")
         listing = "-l" in args or "--list" in args or any(
             a.startswith("-l") and not a.startswith("--") and set(a[1:]) <= letters
-            for a in args)
+            for a in args) or any(a.split("=", 1)[0] in _IMPLY_LIST for a in args)
         i = 0
         while i < len(args):
             a = args[i]

@@ -65,15 +65,6 @@ def coord_refusal(args: Sequence[str]) -> str | None:
             f"commands ({', '.join(sorted(COORD_READS - {'guard'}))})")
 
 
-def env_worker_session(env: Mapping[str, str]) -> str | None:
-    """The worker session this environment belongs to: COORD_SESSION naming a session that
-    is not the coordinator's (HUNKWISE_COORDINATOR=1 is the coordinator too)."""
-    session = env.get("COORD_SESSION", "").strip()
-    if not session or is_coordinator(env):
-        return None
-    return session
-
-
 # ---- writes against grants --------------------------------------------------------------
 
 def patch_paths(patch: str) -> list[str]:
@@ -262,7 +253,7 @@ def guard(stdin_text: str, env: Mapping[str, str] | None = None,
     from hunkwise.coordinator.programs import Scope, Write
 
     cwd = data.get("cwd") if isinstance(data.get("cwd"), str) and data["cwd"] else os.getcwd()
-    scope = Scope(env=env, cwd=cwd)
+    scope = Scope(env=env, cwd=cwd, held=lambda: _tasks_held(data, env))
     if tool in SHELL_TOOLS:
         cmd = ti.get("command")
         if isinstance(cmd, list) and cmd and all(isinstance(a, str) for a in cmd):
@@ -301,6 +292,24 @@ def guard(stdin_text: str, env: Mapping[str, str] | None = None,
     if found is None and scope.writes:  # (`ls -la` writes nothing: no state read, no import)
         found = judge_writes(scope.writes, _session(data, env))
     return (0, "") if found is None else (2, found.message())
+
+
+def _tasks_held(data: dict[str, Any], env: Mapping[str, str]) -> list[str] | None:
+    """The ids of the active tasks the worker making this call holds; None when the call
+    is no known worker's (or the state cannot be read)."""
+    session = _session(data, env)
+    top = data.get("hunkwise_top") or data.get("cwd") or os.getcwd()
+    if session is None or not isinstance(top, str):
+        return None
+    served = served_tree(os.path.realpath(top))
+    if served is None:
+        return None
+    from hunkwise.shared.errors import CoordError
+
+    try:
+        return [t for t, _g in held_by(served[0], served[1], session)]
+    except CoordError:
+        return None
 
 
 def _opaque_shell(tool: str, command: str) -> Blocked | None:

@@ -45,7 +45,8 @@ Result = tuple[int, str, str]  # (exit code, stdout, stderr)
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     event = args[0] if args else "pre"
-    code, out, err = run(event, sys.stdin.buffer.read(), os.environ)
+    top = args[1] if len(args) > 1 else None
+    code, out, err = run(event, sys.stdin.buffer.read(), os.environ, top)
     if out:
         sys.stdout.write(out)
     if err:
@@ -53,15 +54,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     return code
 
 
-def run(event: str, raw: bytes, env: Mapping[str, str]) -> Result:
+def run(event: str, raw: bytes, env: Mapping[str, str], top: str | None = None) -> Result:
+    """One hook call. `top`: the working tree whose settings installed this hook (written
+    into the command by `coord install-hooks`): the tree it guards, wherever the call's
+    folder is (a `cd /tmp`, a nested repository)."""
     text = raw.decode("utf-8", "replace")
+    if event not in ("pre", "post", "config"):
+        return 2, "", f"hunkwise hook: unknown event {event!r} (pre, post, config)"
+    data = _payload(text)
+    if data is not None and top and os.path.isdir(top):
+        data[TOP] = os.path.realpath(top)
     if event == "pre":
-        return pre(text, env)
+        return pre(text, env, data)
     if event == "post":
-        return post(text, env)
-    if event == "config":
-        return config(text, env)
-    return 2, "", f"hunkwise hook: unknown event {event!r} (pre, post, config)"
+        return post(text, env, data)
+    return config(text, env, data)
+
+
+# The key under which `run` hands the guarded tree to the rest of the call (never a key
+# any agent sends).
+TOP = "hunkwise_top"
+_UNSET: Any = object()
 
 
 def _payload(text: str) -> dict[str, Any] | None:
@@ -73,7 +86,11 @@ def _payload(text: str) -> dict[str, Any] | None:
 
 
 def _top(data: Mapping[str, Any]) -> str | None:
-    """The working tree's top level, found from the call's cwd by its `.git`."""
+    """The working tree's top level: the tree the hook was installed for, else found from
+    the call's cwd by its `.git`."""
+    top = data.get(TOP)
+    if isinstance(top, str):
+        return top
     cwd = data.get("cwd")
     here = os.path.realpath(cwd if isinstance(cwd, str) and cwd else os.getcwd())
     while not os.path.lexists(os.path.join(here, ".git")):
@@ -82,6 +99,12 @@ def _top(data: Mapping[str, Any]) -> str | None:
             return None
         here = up
     return here
+
+
+def _cwd(data: Mapping[str, Any], top: str) -> str:
+    """The folder the call runs in (relative paths are its), else the tree's top."""
+    cwd = data.get("cwd")
+    return cwd if isinstance(cwd, str) and cwd else top
 
 
 def _path(p: str) -> Path:
@@ -155,10 +178,10 @@ def _coordinator(env: Mapping[str, str]) -> bool:
 
 # ---- PreToolUse ---------------------------------------------------------------------------
 
-def _bracketed(text: str, env: Mapping[str, str]) -> tuple[dict[str, Any], Any, str, str] | None:
+def _bracketed(data: dict[str, Any] | None, env: Mapping[str, str]
+               ) -> tuple[dict[str, Any], Any, str, str] | None:
     """(payload, tool, top level, state folder) of a call the bracket follows: a shell
     call, an edit or a patch, in a tree that holds a hunkwise state; else None."""
-    data = _payload(text)
     if data is None:
         return None
     tool = data.get("tool_name")
@@ -175,13 +198,14 @@ def _bracketed(text: str, env: Mapping[str, str]) -> tuple[dict[str, Any], Any, 
     return data, tool, top, root
 
 
-def pre(text: str, env: Mapping[str, str]) -> Result:
+def pre(text: str, env: Mapping[str, str], parsed: Any = _UNSET) -> Result:
     from hunkwise.coordinator import guard
 
-    code, message = guard.guard(text, env, _payload(text))
+    data = _payload(text) if parsed is _UNSET else parsed
+    code, message = guard.guard(text, env, data)
     if code != 0:
         return code, "", message
-    found = _bracketed(text, env)
+    found = _bracketed(data, env)
     if found is None:
         return 0, "", ""  # not a call that writes, or no hunkwise state in this tree
     data, tool, top, root = found
@@ -206,7 +230,7 @@ def pre(text: str, env: Mapping[str, str]) -> Result:
         if session and tool == "Write" and isinstance(target, str) and target:
             # A Write replaces the whole file: what it changed is known only against what
             # was there, kept until its after-hook.
-            bracket.keep_prior(root, data, os.path.join(top, target))
+            bracket.keep_prior(root, data, os.path.join(_cwd(data, top), target))
     bracket.open_call(root, data, _who(data, session), paths, before)
     return 0, "", ""
 
@@ -226,8 +250,8 @@ def _written_paths(tool: Any, ti: Mapping[str, Any]) -> list[str]:
 
 # ---- PostToolUse --------------------------------------------------------------------------
 
-def post(text: str, env: Mapping[str, str]) -> Result:
-    found = _bracketed(text, env)
+def post(text: str, env: Mapping[str, str], parsed: Any = _UNSET) -> Result:
+    found = _bracketed(_payload(text) if parsed is _UNSET else parsed, env)
     if found is None:
         return 0, "", ""
     data, tool, top, root = found
@@ -383,8 +407,8 @@ def _note_tool(top: str, root: str, session: str, tool: Any, ti: Mapping[str, An
 
 # ---- ConfigChange (Claude Code) -----------------------------------------------------------
 
-def config(text: str, env: Mapping[str, str]) -> Result:
-    data = _payload(text)
+def config(text: str, env: Mapping[str, str], parsed: Any = _UNSET) -> Result:
+    data = _payload(text) if parsed is _UNSET else parsed
     if data is None or _coordinator(env):
         return 0, "", ""
     top = _top(data)

@@ -36,10 +36,23 @@ MARK = "# installed by hunkwise (coord install-hooks)"
 CHAINED = ".hunkwise-chained"
 HOOKS = ("pre-commit", "reference-transaction")
 
+# A shell whose agent session variable was mapped to a worker at `worker start` is a
+# worker's, whatever marks it sets: the coordinator's mark is not for it to lift.
+_WORKER_SHELL = """worker_shell() {
+  state="${COORD_DIR:-$(git rev-parse --git-common-dir 2>/dev/null)/coord}"
+  for id in "$CLAUDE_CODE_SESSION_ID" "$CODEX_THREAD_ID"; do
+    case "$id" in ""|*/*|.*) continue;; esac
+    [ -f "$state/identities/$id" ] && return 0
+  done
+  return 1
+}
+"""
+
 _PRE_COMMIT = f"""#!/bin/sh
 {MARK}
 # Workers share this tree and never commit; the coordinator commits with coord accept.
-if [ "$HUNKWISE_COORDINATOR" != 1 ]; then
+{_WORKER_SHELL}
+if [ "$HUNKWISE_COORDINATOR" != 1 ] || worker_shell; then
   echo "hunkwise: commits in this shared tree are made by the coordinator only (coord accept);" >&2
   echo "hunkwise: finish your task with: worker done TASK_ID" >&2
   exit 1
@@ -53,8 +66,9 @@ _REF_TX = f"""#!/bin/sh
 {MARK}
 # Refuse moves of HEAD, branches and refs/stash by anyone but the coordinator, before
 # they happen ("prepared"): a stash is refused before it resets the tree.
+{_WORKER_SHELL}
 input=$(cat)
-if [ "$1" = prepared ] && [ "$HUNKWISE_COORDINATOR" != 1 ]; then
+if [ "$1" = prepared ] && {{ [ "$HUNKWISE_COORDINATOR" != 1 ] || worker_shell; }}; then
   echo "$input" | while read -r old new ref; do
     # Updates that move nothing pass: a reset to the same commit, and pack-refs (git gc),
     # which writes a ref into packed-refs at its current value, then drops the loose copy.
@@ -339,7 +353,7 @@ def import_path() -> list[str]:
     return out
 
 
-def hook_command(arg: str) -> str:
+def hook_command(arg: str, top: Path | None = None) -> str:
     """The shell command of one hook: the interpreter of this installation runs the hook
     module isolated (-I: no PYTHONPATH or current folder can shadow it) and without `site`
     (-S: the folders it imports from are written in); a missing interpreter or package,
@@ -350,7 +364,8 @@ def hook_command(arg: str) -> str:
     # -c rather than -m: runpy's import costs every call milliseconds.
     run = shlex.quote(f"import sys; sys.path += {import_path()!r}; "
                       f"from {HOOK_MODULE} import main; sys.exit(main())")
-    return (f"{py} -I -S -c {run} {arg}; rc=$?; "
+    where = f" {shlex.quote(str(top))}" if top is not None else ""
+    return (f"{py} -I -S -c {run} {arg}{where}; rc=$?; "
             f'[ $rc -eq 0 ] || [ $rc -eq 2 ] || {{ echo "{why}" >&2; exit 2; }}; exit $rc')
 
 
@@ -373,8 +388,10 @@ def _load_settings(path: Path) -> dict[str, Any]:
     return data
 
 
-def _entry(agent: str, matcher: str, arg: str, timeout: int, event: str) -> dict[str, Any]:
-    hook: dict[str, Any] = {"type": "command", "command": hook_command(arg), "timeout": timeout}
+def _entry(agent: str, matcher: str, arg: str, timeout: int, event: str,
+           top: Path) -> dict[str, Any]:
+    hook: dict[str, Any] = {"type": "command", "command": hook_command(arg, top),
+                            "timeout": timeout}
     if event in _FAIL_CLOSED[agent]:
         hook["onFailure"] = "block"
     return {"matcher": matcher, "hooks": [hook]}
@@ -391,7 +408,8 @@ def install_agent(ctx: Ctx, agent: str, manifest: dict[str, Any] | None = None) 
         lst = hooks.setdefault(event, [])
         if not isinstance(lst, list):
             raise UsageError(f"{path}: \"hooks.{event}\" is not a list; nothing was changed")
-        lst[:] = [e for e in lst if not _is_ours(e)] + [_entry(agent, matcher, arg, timeout, event)]
+        lst[:] = [e for e in lst if not _is_ours(e)] + [
+            _entry(agent, matcher, arg, timeout, event, ctx.repo)]
     files = manifest.setdefault("agent_files", {})
     files.setdefault(str(path), existed)  # the first install knows whether it was there
     if not path.parent.exists():

@@ -59,11 +59,12 @@ class Write(Record):
 class Scope(Record):
     """What judging one command line knows: the environment, where it runs, what it writes."""
 
-    __slots__ = ("env", "cwd", "depth", "names_git", "writes", "refused", "made")
+    __slots__ = ("env", "cwd", "depth", "names_git", "writes", "refused", "made", "held")
 
     def __init__(self, env: Mapping[str, str], cwd: str | None, depth: int = 0,
                  names_git: bool = False, writes: list[Write] | None = None,
-                 refused: Blocked | None = None, made: set[str] | None = None) -> None:
+                 refused: Blocked | None = None, made: set[str] | None = None,
+                 held: Callable[[], list[str] | None] | None = None) -> None:
         self.env = env
         self.cwd = cwd
         self.depth = depth
@@ -71,11 +72,14 @@ class Scope(Record):
         self.writes: list[Write] = [] if writes is None else writes
         self.refused = refused  # a write the line makes that is refused outright
         self.made: set[str] = set() if made is None else made  # paths it writes, normalised
+        # The task ids the worker making the call holds (read from the state only when a
+        # `worker` command asks), or None where that is not known.
+        self.held = held
 
     def child(self) -> Scope:
         # One level deeper; the lists are shared.
         return Scope(self.env, self.cwd, self.depth + 1, self.names_git, self.writes,
-                     self.refused, self.made)
+                     self.refused, self.made, self.held)
 
     def where(self, path: str) -> str:
         joined = path if os.path.isabs(path) or self.cwd is None else os.path.join(self.cwd, path)
@@ -130,7 +134,16 @@ def check_line(command: str, scope: Scope, opaque_fallback: bool = False) -> Blo
         found = judge_simple(cmd, scope)
         if found is not None:
             return found
+    if "&" in lexed.tokens or any(c.words and not c.words[0].quoted and c.words[0].text in
+                                  _DETACH for c in cmds):
+        return Blocked(show, "it leaves a command running after the call ends, past the check "
+                       "that follows every call (a write it makes then is never put back)",
+                       "run it in the foreground")
     return None
+
+
+# Programs whose whole point is to outlive the call that starts them.
+_DETACH = {"nohup", "setsid", "disown", "daemonize", "at", "batch", "start-stop-daemon"}
 
 
 def is_assignment(w: Word) -> bool:
@@ -180,7 +193,15 @@ _PAGER_ENV = {"GIT_PAGER", "PAGER", "MANPAGER"}
 _ALWAYS_ENV = {"BASH_ENV", "ENV", "PROMPT_COMMAND", "PS0", "PS1", "PS2", "PS3", "PS4",
                "SHELLOPTS", "BASHOPTS", "LD_PRELOAD", "LD_AUDIT", "LESS", "LESSOPEN",
                "LESSCLOSE", "BROWSER", "NODE_OPTIONS", "PERL5OPT", "RUBYOPT", "SSH_ASKPASS",
-               "SUDO_ASKPASS", "PYTHONSTARTUP", "PYTHONINSPECT"}
+               "SUDO_ASKPASS", "PYTHONSTARTUP", "PYTHONINSPECT", "PYTHONPATH", "PYTHONHOME",
+               "PYTHONUSERBASE", "PYTHONEXECUTABLE", "PERL5LIB", "PERLLIB", "PERL5DB",
+               "RUBYLIB", "NODE_PATH", "MAKEFLAGS", "GNUMAKEFLAGS", "MFLAGS", "MAKEFILES",
+               "MAKESHELL", "MORE", "HISTFILE", "PROMPT_DIRTRIM", "INPUTRC", "EMACSLOADPATH",
+               "VIMINIT", "EXINIT", "MYVIMRC", "ZDOTDIR", "TMUX_TMPDIR"}
+# Say who is running: the coordinator's mark, a session id, the agents' own session ids
+# (the guard and `coord` know a worker by them), the state's place, the machine's name.
+_IDENTITY_ENV = {"HUNKWISE_COORDINATOR", "COORD_SESSION", "COORD_DIR", "COORD_TASK",
+                 "CLAUDE_CODE_SESSION_ID", "CODEX_THREAD_ID", "HUNKWISE_MACHINE"}
 # Change which git runs or which configuration it reads: refused in a line that runs git.
 _GIT_LINE_ENV = {"PATH", "HOME", "XDG_CONFIG_HOME", "EDITOR", "VISUAL", "LD_LIBRARY_PATH"}
 
@@ -192,7 +213,15 @@ def env_danger(word: Word, scope: Scope, words: list[Word]) -> Blocked | None:
     if "[" in name:
         name = _SUBSCRIPT.sub("", name)
     bad = ""
-    if name in _PAGER_ENV:
+    if any(c in name for c in "$`") or (word.dynamic and not name):
+        return _block(words, f"`{word.text[:60]}` sets a variable whose name the guard cannot "
+                      "see (it could be one that changes what git or a shell runs)",
+                      "name the variable literally")
+    if name in _IDENTITY_ENV:
+        bad = "says who is running: the coordinator's mark, or another session's identity"
+    elif name.startswith("npm_config_") or name.startswith("NPM_CONFIG_"):
+        bad = "changes which programs npm runs (script-shell, node-options)"
+    elif name in _PAGER_ENV:
         if not eq or word.dynamic or value not in PAGERS:
             bad = "names a program git or man runs as the pager"
     elif name.startswith("GIT_") and name not in _SAFE_GIT_ENV:
@@ -230,6 +259,20 @@ def _git_binaries() -> list[tuple[str, int]]:
                 if all(real != r for r, _s in _GIT_BINARIES):
                     _GIT_BINARIES.append((real, os.path.getsize(real)))
     return _GIT_BINARIES
+
+
+_OURS: list[str] = []
+
+
+def our_scripts() -> list[str]:
+    """The real paths of this installation's own `coord` and `worker` (beside the
+    interpreter the hook runs): judged by what they are asked, not read as scripts."""
+    if not _OURS:
+        import sys
+
+        here = os.path.dirname(sys.executable)
+        _OURS.extend(os.path.realpath(os.path.join(here, n)) for n in ("coord", "worker"))
+    return _OURS
 
 
 def is_git_binary(real: str) -> bool:
@@ -356,7 +399,7 @@ def judge_argv(words: list[Word], scope: Scope, cmd: Simple, appended: bool) -> 
         return None if found is None else _block(
             words, f"`{name}` is git under another name, and `{found.what}`: {found.why}",
             found.instead)
-    if real is not None:
+    if real is not None and real not in our_scripts():
         found = follow_script(real, words, scope)
         if found is not None:
             return found

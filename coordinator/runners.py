@@ -39,6 +39,15 @@ def wrapper(spec: Spec, start: int = 1) -> Judge:
             if found is not None:
                 return found
         if name == "env" or words[0].text.endswith("/env"):
+            for k, w in enumerate(words[1:i], 1):  # -u NAME: unsetting counts as setting
+                if w.text in ("-u", "--unset") and k + 1 < len(words):
+                    found = env_danger(words[k + 1], scope, words)
+                elif w.text.startswith("--unset="):
+                    found = env_danger(Word(w.text.split("=", 1)[1], w.dynamic), scope, words)
+                else:
+                    continue
+                if found is not None:
+                    return found
             # env reads NAME=VALUE from its arguments, quoted or not
             while i < len(words) and "=" in words[i].text.lstrip("=") and \
                     not words[i].text.startswith("-"):
@@ -47,6 +56,9 @@ def wrapper(spec: Spec, start: int = 1) -> Judge:
                     return found
                 i += 1
         inner = words[i:]
+        if not inner and appended:
+            return _block(words, f"`{name}` runs the command it is handed (xargs, find -exec "
+                          "... +), which the guard cannot see", DIRECT)
         if not inner:
             return None if not (spec.shell_flags & seen) else follow_stdin(
                 words, scope, cmd, name, "shell")
@@ -167,6 +179,11 @@ def _script_arg(w: Word, words: list[Word], scope: Scope, cmd: Simple, name: str
         inner = check_line(found[1], scope.child(), opaque_fallback=True)
         return None if inner is None else _block(
             words, f"the script {w.text} runs `{inner.what}`: {inner.why}", inner.instead)
+    from hunkwise.coordinator.programs import our_scripts
+
+    if real in our_scripts():  # `python3 .venv/bin/coord thaw` is `coord thaw`
+        k = next(i for i, x in enumerate(words) if x is w)
+        return judge_argv([Word(os.path.basename(real))] + words[k + 1:], scope, cmd, False)
     try:
         with open(real, encoding="utf-8", errors="replace") as f:
             text = f.read(256 * 1024)
@@ -260,9 +277,48 @@ _PY_MODULES = {"pytest": "pytest", "unittest": "pytest", "pip": "pip", "mypy": "
                "black": "black", "isort": "isort", "ruff": "ruff", "coverage": "coverage",
                "venv": "pip", "build": "pip", "pyflakes": "pyflakes", "flake8": "flake8",
                "pylint": "pylint", "json.tool": "jq", "http.server": "pytest",
-               "doctest": "pytest", "py_compile": "pip", "compileall": "pip", "timeit": "jq",
+               "py_compile": "pip", "compileall": "pip",
                "tox": "tox", "nox": "nox", "pydoc": "jq", "tabnanny": "jq", "autopep8": "autopep8",
                "yapf": "yapf", "pyright": "pyright", "pre_commit": "pre-commit"}
+
+
+# Modules that run the code, script or module they are given (a file this line writes is
+# refused there as any script is); timeit runs its statements.
+_RUNS_A_FILE = {"cProfile", "profile", "pdb", "trace", "doctest", "runpy"}
+
+
+def _module(words: list[Word], module: str, rest: list[Word], scope: Scope, cmd: Simple,
+            appended: bool) -> Blocked | None:
+    """`python -m MODULE ARGS`."""
+    import os
+
+    name = words[0].text.rsplit("/", 1)[-1]
+    if module.startswith("hunkwise"):
+        if module in ("hunkwise.coordinator.cli", "hunkwise.worker.cli"):
+            prog = "coord" if ".coordinator." in module else "worker"
+            return judge_argv([Word(prog)] + rest, scope, cmd, appended)
+        return _block(words, f"`{name} -m {module}` runs hunkwise's own internals (its hooks, "
+                      "its state)", "use the coord and worker commands")
+    if module == "timeit":
+        stmts = [w for w in rest if not w.text.startswith("-")]
+        for k, w in enumerate(rest[:-1]):
+            if w.text in ("-s", "--setup"):
+                stmts.append(rest[k + 1])
+        return _opaque(words, stmts, f"{name} -m timeit")
+    if module == "pydoc" and any(w.text == "-w" for w in rest):
+        return _block(words, "`pydoc -w` writes HTML files where it runs", "read with pydoc")
+    if module in _RUNS_A_FILE:
+        args = [w for w in rest if not w.text.startswith("-")]
+        for w in args[:1]:
+            target = w.text if w.text.endswith(".py") or "/" in w.text else \
+                w.text.replace(".", "/") + ".py"
+            if w.dynamic or os.path.exists(scope.where(target)) or \
+                    scope.where(target) in scope.made:
+                return _script_arg(Word(target, dynamic=w.dynamic), words, scope, cmd, name,
+                                   "other")
+        return None
+    prog = _PY_MODULES.get(module, module)
+    return judge_argv([Word(prog)] + rest, scope, cmd, appended)
 
 
 def lang_of(base: str) -> Lang | None:
@@ -306,8 +362,7 @@ def interpreter(words: list[Word], scope: Scope, cmd: Simple, appended: bool) ->
         if lang.module and t.startswith(lang.module):
             module = t[len(lang.module):] or (words[i + 1].text if i + 1 < len(words) else "")
             rest = words[i + (1 if len(t) > len(lang.module) else 2):]
-            prog = _PY_MODULES.get(module, module)
-            return judge_argv([Word(prog)] + rest, scope, cmd, appended)
+            return _module(words, module, rest, scope, cmd, appended)
         if opt in lang.code or (len(t) > 2 and t[:2] in lang.code and not t.startswith("--")):
             if eq or (len(t) > 2 and t[:2] in lang.code and not t.startswith("--")):
                 codes.append(Word(val if eq else t[2:]))
@@ -353,7 +408,10 @@ def interpreter(words: list[Word], scope: Scope, cmd: Simple, appended: bool) ->
     if inplace:
         shellwrites.record(rest, scope, words)
     if codes:
-        return None
+        # The words after the code are its argv: code that runs `sys.argv[1:]` runs them.
+        from hunkwise.coordinator.programs import unknown
+
+        return unknown([words[0]] + rest, scope, cmd, f"`{name}` code runs with arguments")
     if rest and rest[0].text != "-":
         return _script_arg(rest[0], words, scope, cmd, name, "other")
     return follow_stdin(words, scope, cmd, name, "other")
@@ -362,7 +420,11 @@ def interpreter(words: list[Word], scope: Scope, cmd: Simple, appended: bool) ->
 def _opaque(words: list[Word], code: list[Word], name: str) -> Blocked | None:
     if not code:
         return None
-    why = codescan.opaque_verdict(code[0].text)
+    text = "\n".join(c.text for c in code)
+    if any(c.dynamic for c in code):
+        return _block(words, f"the code `{name}` runs holds expansions the guard cannot see",
+                      READ_TREE)
+    why = codescan.inline_verdict(text)
     if why is None and name in ("pwsh", "powershell") and codescan.names_git(code[0].text):
         why = "it names git, and PowerShell runs what it names"
     return None if why is None else _block(words, f"the code `{name}` runs: {why}",

@@ -34,7 +34,10 @@ _MODE_LETTERS = set("rwxXstugoa")
 
 
 def record(targets: list[Word], scope: Scope, words: list[Word], tree: bool = False,
-           formatter: str = "") -> None:
+           formatter: str = "", destroys: bool = False) -> None:
+    """Note what a command writes. `destroys`: it removes what it names (rm, mv, a
+    compressor), so a target the guard cannot see is refused: it could be `.git`, which
+    nothing after the call can bring back."""
     what = shown(words) if words else ""
     from hunkwise.coordinator import codescan
 
@@ -43,6 +46,11 @@ def record(targets: list[Word], scope: Scope, words: list[Word], tree: bool = Fa
             scope.refused = _block(words or [t], f"it writes to `{t.text[:60]}`, a path built "
                                    "from git's output (the repository, its .git directory)",
                                    "name the files you write literally")
+        if t.dynamic and (destroys or tree) and scope.refused is None:
+            scope.refused = _block(words or [t], f"it removes or rewrites `{t.text[:60]}`, a "
+                                   "path built from expansions the guard cannot see (it could "
+                                   "be .git or another task's files)",
+                                   "name the paths literally")
         if t.dynamic or not t.text or _not_a_file(t.text):
             continue
         path = scope.where(t.text)
@@ -170,7 +178,10 @@ def writer(words: list[Word], scope: Scope, cmd: Simple, appended: bool) -> Bloc
     if name in _FORMATTERS:
         _formatter(name, words, scope, args)
         return None
-    if name == "ruff" and sub in ("format", "check"):
+    if name == "ruff" and (sub in ("format", "check") or (sub.startswith("-") and any(
+            a.text in ("--fix", "--fix-only") for a in args))):
+        if sub not in ("format", "check"):
+            sub, args = "check", [Word("check")] + args  # `ruff --fix .`: the old spelling
         pos, opts = _positional(args[1:], {"--config", "--select", "--ignore", "--extend-select",
                                            "--line-length", "--target-version", "--exclude",
                                            "--extend-exclude", "--output-format",
@@ -187,8 +198,13 @@ def writer(words: list[Word], scope: Scope, cmd: Simple, appended: bool) -> Bloc
             record([Word("./...")] if name == "go" else [Word(".")], scope, words, tree=True,
                    formatter=f"{name} fmt")
         return None
+    if name in _MORE_WRITERS:
+        return _more_writer(name, words, scope, cmd, appended)
     if name not in _VALUES:
         return None
+    if appended and name in _DESTROYS:
+        return _block(words, f"`{name}` is handed paths the guard cannot see (xargs, find "
+                      "-exec ... +), and removes them", "name the paths literally")
     if name == "dd":
         record([Word(a.text[3:], dynamic=a.dynamic) for a in args if a.text.startswith("of=")],
                scope, words)
@@ -197,12 +213,25 @@ def writer(words: list[Word], scope: Scope, cmd: Simple, appended: bool) -> Bloc
     recursive = any(o in opts for o in ("-r", "-R", "--recursive", "-a", "--archive"))
     target_dir = opts.get("-t") or opts.get("--target-directory")
     if name in ("cp", "mv", "install", "ln"):
+        return _copy_or_move(name, words, scope, pos, opts, recursive, target_dir)
+    return _other_writer(name, words, scope, cmd, args, pos, opts, recursive)
+
+
+def _copy_or_move(name: str, words: list[Word], scope: Scope, pos: list[Word],
+                  opts: dict[str, Word], recursive: bool, target_dir: Word | None
+                  ) -> Blocked | None:
+    """cp, mv, install, ln: the files they write (a hard link's source too)."""
+    if True:
         if name != "mv":
             found = _copies_git(pos if name != "ln" or len(pos) != 1 else pos, scope, words)
             if found is not None:
                 return found
         if name == "install" and "-d" in opts:
             return None
+        if name in ("ln", "cp") and not any(o in opts for o in ("-s", "--symbolic")) and (
+                name == "ln" or any(o in opts for o in ("-l", "--link"))):
+            # a hard link: whatever writes through it writes the source
+            record(pos[:-1] if len(pos) > 1 or target_dir is not None else pos, scope, words)
         if target_dir is not None:
             sources, written = pos, _into(target_dir, pos, scope, True)
         elif name == "ln" and len(pos) == 1:
@@ -211,10 +240,15 @@ def writer(words: list[Word], scope: Scope, cmd: Simple, appended: bool) -> Bloc
             sources, written = pos[:-1], _into(pos[-1], pos[:-1], scope, len(pos) > 2)
         else:
             return None
-        record(written, scope, words, tree=recursive or name == "mv")
+        record(written, scope, words, tree=recursive or name == "mv", destroys=name == "mv")
         if name == "mv":
-            record(sources, scope, words, tree=True)
+            record(sources, scope, words, tree=True, destroys=True)
         return None
+
+
+def _other_writer(name: str, words: list[Word], scope: Scope, cmd: Simple, args: list[Word],
+                  pos: list[Word], opts: dict[str, Word], recursive: bool) -> Blocked | None:
+    """The writers of _VALUES but copies and moves."""
     if name in ("chmod", "chown", "chgrp"):
         mode_opt = any(len(w.text) > 1 and w.text[0] == "-" and set(w.text[1:]) <= _MODE_LETTERS
                        for w in args)
@@ -235,11 +269,159 @@ def writer(words: list[Word], scope: Scope, cmd: Simple, appended: bool) -> Bloc
         elif pos:
             record(pos[:1], scope, words)
         else:
-            record(_patched_files(cmd, opts, scope), scope, words)
+            files = _patched_files(cmd, opts, scope)
+            if not files:
+                return _block(words, "the guard cannot read which files this patch writes "
+                              "(it comes from a pipe or the terminal)", "write the patch to a "
+                              "file, or name the file it patches")
+            record(files, scope, words)
         return None
     record(pos, scope, words, tree=name in ("rm", "shred", "rmdir") and (recursive or
-                                                                        name == "rmdir"))
+                                                                        name == "rmdir"),
+           destroys=name in _DESTROYS)
     return None
+
+
+_DESTROYS = {"rm", "rmdir", "unlink", "shred", "mv"}
+# Programs that replace or remove the files they name: compressors (the original goes),
+# archivers extracting into a folder, copiers, downloads into a file, editors run as
+# scripts, fixers that rewrite files in place.
+_COMPRESSORS = {"gzip", "gunzip", "bzip2", "bunzip2", "xz", "unxz", "lzma", "unlzma", "zstd",
+                "unzstd", "lz4", "lzip", "compress", "uncompress", "pigz", "pbzip2"}
+_MORE_WRITERS = _COMPRESSORS | {"zip", "tar", "unzip", "rsync", "split", "csplit", "uniq",
+                                "curl", "wget", "2to3", "docformatter", "pyupgrade", "ed",
+                                "ex", "vi", "vim", "nvim", "script"}
+
+
+def _more_writer(name: str, words: list[Word], scope: Scope, cmd: Simple,
+                 appended: bool) -> Blocked | None:
+    """The files these programs write or remove, where the line names them."""
+    if appended and name in _COMPRESSORS | {"zip", "tar", "rsync"}:
+        return _block(words, f"`{name}` is handed paths the guard cannot see (xargs, find "
+                      "-exec ... +), and may remove or replace them", "name the paths literally")
+    kind = "compress" if name in _COMPRESSORS else name
+    return _BY_KIND.get(kind, _editor)(name, words, scope)
+
+
+def _args(words: list[Word]) -> tuple[list[Word], list[str], list[Word]]:
+    args = words[1:]
+    return args, [w.text for w in args], [w for w in args if not w.text.startswith("-")]
+
+
+def _value_of(args: list[Word], texts: list[str], *flags: str) -> Word | None:
+    return next((args[k + 1] for k, t in enumerate(texts[:-1]) if t in flags), None)
+
+
+def _compress(name: str, words: list[Word], scope: Scope) -> Blocked | None:
+    _a, texts, pos = _args(words)
+    if not any(t in ("-c", "--stdout", "--to-stdout", "-t", "--test", "-l", "--list", "-h",
+                     "--help", "-V", "--version") or (t.startswith("-") and not
+                     t.startswith("--") and any(c in t[1:] for c in "ctl")) for t in texts):
+        record(pos, scope, words, destroys=True)  # the file is replaced by its (de)compression
+    return None
+
+
+def _zip(name: str, words: list[Word], scope: Scope) -> Blocked | None:
+    _a, texts, pos = _args(words)
+    if pos:
+        record(pos[:1], scope, words)
+    if any(t in ("-m", "--move") or (t.startswith("-") and not t.startswith("--")
+                                      and "m" in t[1:]) for t in texts):
+        record(pos[1:], scope, words, destroys=True)
+    return None
+
+
+def _tar(name: str, words: list[Word], scope: Scope) -> Blocked | None:
+    args, texts, pos = _args(words)
+    first = texts[0] if texts else ""
+    cluster = first.lstrip("-") if first and not first.startswith("--") else ""
+    extract = any(t in ("--extract", "--get") or (
+        t.startswith("-") and not t.startswith("--") and "x" in t[1:]) for t in texts) \
+        or "x" in cluster
+    where = _value_of(args, texts, "-C", "--directory")
+    archive = _value_of(args, texts, "-f", "--file")
+    if archive is None and "f" in cluster and len(args) > 1:
+        archive = args[1]
+    if extract:
+        record([where or Word(".")], scope, words, tree=True)
+    elif archive is not None:
+        record([archive], scope, words)
+    if "--remove-files" in texts:
+        record([w for w in pos if w is not archive and w is not where], scope, words,
+               destroys=True)
+    return None
+
+
+def _unzip(name: str, words: list[Word], scope: Scope) -> Blocked | None:
+    args, texts, _p = _args(words)
+    if not any(t in ("-l", "-t", "-p", "-Z", "-v") for t in texts):
+        record([_value_of(args, texts, "-d") or Word(".")], scope, words, tree=True)
+    return None
+
+
+def _rsync(name: str, words: list[Word], scope: Scope) -> Blocked | None:
+    _a, texts, pos = _args(words)
+    if len(pos) >= 2:
+        record(pos[-1:], scope, words, tree=True, destroys=any(
+            t.startswith(("--delete", "--remove")) for t in texts))
+    return None
+
+
+def _split(name: str, words: list[Word], scope: Scope) -> Blocked | None:
+    args, texts, pos = _args(words)
+    prefix = _value_of(args, texts, "-f", "--prefix")
+    if prefix is None and name == "split" and len(pos) >= 2:
+        prefix = pos[1]
+    record([Word((prefix.text if prefix else "x") + ("00" if name == "csplit" else "aa"),
+                 dynamic=prefix.dynamic if prefix else False)], scope, words)
+    return None
+
+
+def _uniq(name: str, words: list[Word], scope: Scope) -> Blocked | None:
+    pos = _args(words)[2]
+    if len(pos) >= 2:
+        record(pos[1:2], scope, words)  # uniq INPUT OUTPUT
+    return None
+
+
+def _download(name: str, words: list[Word], scope: Scope) -> Blocked | None:
+    args, texts, _p = _args(words)
+    flag = ("-o", "--output") if name == "curl" else ("-O", "--output-document")
+    for k, t in enumerate(texts):
+        if t in flag and k + 1 < len(args):
+            record([args[k + 1]], scope, words)
+        elif t.startswith(flag[1] + "="):
+            record([Word(t.split("=", 1)[1], dynamic=args[k].dynamic)], scope, words)
+    return None
+
+
+def _fixer(name: str, words: list[Word], scope: Scope) -> Blocked | None:
+    _a, texts, pos = _args(words)
+    if name == "pyupgrade" or any(t in ("-w", "--write", "-i", "--in-place") for t in texts):
+        record(pos or [Word(".")], scope, words, tree=True, formatter=name)
+    return None
+
+
+def _editor(name: str, words: list[Word], scope: Scope) -> Blocked | None:
+    """ed, ex, vi, vim, nvim, script: run as scripts (ed and ex always read commands; vim
+    with -e, -s, -c, -S, +cmd; script runs a shell) they run the commands they read, an
+    editor's `!` among them, which the guard cannot see. Open on files, they write them."""
+    _a, texts, pos = _args(words)
+    scripted = name in ("ed", "ex", "script") or any(
+        t in ("-e", "-E", "-s", "-es", "-Es", "-c", "-S", "--cmd") or t.startswith("+")
+        for t in texts)
+    if scripted:
+        return _block(words, f"`{name}` runs commands it reads (an editor script, a shell), "
+                      "which the guard cannot see", "edit files with the agent's own edit "
+                      "tool, or with sed/patch on your granted files")
+    record(pos, scope, words)
+    return None
+
+
+_BY_KIND = {"compress": _compress, "zip": _zip, "tar": _tar, "unzip": _unzip,
+            "rsync": _rsync, "split": _split, "csplit": _split, "uniq": _uniq,
+            "curl": _download, "wget": _download, "2to3": _fixer, "docformatter": _fixer,
+            "pyupgrade": _fixer}
 
 
 def _patched_files(cmd: Simple, opts: dict[str, Word], scope: Scope) -> list[Word]:
@@ -271,4 +453,4 @@ def _patched_files(cmd: Simple, opts: dict[str, Word], scope: Scope) -> list[Wor
     return out
 
 
-WRITERS = set(_VALUES) | set(_FORMATTERS) | {"ruff", "cargo", "go"}
+WRITERS = set(_VALUES) | set(_FORMATTERS) | {"ruff", "cargo", "go"} | _MORE_WRITERS

@@ -485,7 +485,10 @@ def test_coord_reads_pass_in_a_worker_session_and_the_coordinator_is_not_refused
     repo, session = shared
     for args in (["status"], ["inbox"], ["diff", "t1"], ["index"], ["signals"], ["decisions"]):
         assert coord(repo, *args, session=session).code == 0, args
-    assert coord(repo, "thaw", session=session, env={"HUNKWISE_COORDINATOR": "1"}).code == 0
+    # The coordinator's mark does not make a worker's session the coordinator's: any
+    # shell can set it.
+    r = coord(repo, "thaw", session=session, env={"HUNKWISE_COORDINATOR": "1"})
+    assert r.code == 3 and "coord thaw is the coordinator's" in r.stdout
     assert coord(repo, "thaw", session="sess-20260101-0000-coord@host").code == 0
     assert coord(repo, "thaw").code == 0  # no session in the environment: not a worker's shell
 

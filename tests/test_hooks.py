@@ -557,9 +557,110 @@ def test_a_plain_hook_call_imports_nothing_heavy(
         pre = body.replace(b'"PostToolUse"', b'"PreToolUse"')
         assert hook.run("pre", pre, env_of())[0] == 0
     arg = "pre" if event == "PreToolUse" else "post"
-    r = subprocess.run(probe.replace(" pre;", f" {arg};", 1), shell=True, cwd=repo, input=body,
+    r = subprocess.run(probe.replace(" pre ", f" {arg} ", 1), shell=True, cwd=repo, input=body,
                        capture_output=True, env=env_of(), check=False)
     assert r.returncode == 0, r.stderr
     loaded = r.stderr.decode().strip().splitlines()[-1].split()
     assert loaded[0] == "loaded:"
     assert [m for m in loaded[1:] if m.split(".")[0] not in more] == []
+
+
+# ---- a worker's shell, known by its agent's own session id ----------------------------------
+
+def _as_agent(agent: str, *args: str, repo: Path, hunkwise_coordinator: bool = False
+              ) -> subprocess.CompletedProcess[str]:
+    """A command run in the agent's own shell: its session variable set, nothing else (and
+    the coordinator's mark, when asked: any shell can set it)."""
+    env = env_of(CLAUDE_CODE_SESSION_ID=agent)
+    if hunkwise_coordinator:
+        env["HUNKWISE_COORDINATOR"] = "1"
+    return subprocess.run(list(args), cwd=repo, env=env, capture_output=True, text=True,
+                          check=False)
+
+
+def test_coord_refuses_a_worker_known_by_its_agent_id_whatever_marks_it_sets(
+        make_repo: MakeRepo, coord: Cli, worker: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Was: from worker A's shell (CLAUDE_CODE_SESSION_ID only, as Claude Code sets it),
+    `coord reject B --discard` destroyed B's work; with HUNKWISE_COORDINATOR=1 too."""
+    repo, _sa, _sb = two_tasks(make_repo, coord, worker, monkeypatch)
+    before = (repo / "b.txt").read_bytes()
+    for mark in (False, True):
+        r = _as_agent(AGENT_A, str(BIN / "coord"), "reject", "B", "--note", "x", "--discard",
+                      repo=repo, hunkwise_coordinator=mark)
+        assert r.returncode == 3 and "coord reject is the coordinator's" in r.stderr, r.stderr
+    assert (repo / "b.txt").read_bytes() == before
+    r = _as_agent(AGENT_A, str(BIN / "coord"), "status", repo=repo)
+    assert r.returncode == 0, r.stderr  # reading passes
+
+
+def test_a_worker_command_never_acts_on_another_worker_s_task(
+        make_repo: MakeRepo, coord: Cli, worker: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Was: `worker failed B` from A's shell (no COORD_SESSION: the agent's id alone) took
+    B's claim for its own and failed B's task."""
+    repo, _sa, sb = two_tasks(make_repo, coord, worker, monkeypatch)
+    for args in (["failed", "B", "--reason", "x"], ["done", "B"], ["blocked", "B", "--reason", "x"]):
+        r = _as_agent(AGENT_A, str(BIN / "worker"), *args, repo=repo)
+        assert r.returncode == 3 and "is claimed by" in r.stderr, (args, r.stderr)
+    state = json.loads((repo / ".git" / "coord" / "state.json").read_text())
+    assert state["tasks"]["B"]["state"] == "in_progress"
+    assert state["tasks"]["B"]["claim"]["session"] == sb
+    # The guard says so before it runs.
+    code, _out, err = hook.run("pre", payload("PreToolUse", repo, "Bash",
+                                              {"command": "worker failed B --reason x"}),
+                               env_of())
+    assert code == 2 and "a task this session does not hold" in err
+
+
+def test_the_git_hooks_refuse_a_worker_s_shell_that_sets_the_coordinator_s_mark(
+        make_repo: MakeRepo, coord: Cli, worker: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Was: `HUNKWISE_COORDINATOR=1 git commit -qam x` (run through code the guard cannot
+    read) committed B's uncommitted edit from A's shell."""
+    repo, _sa, _sb = two_tasks(make_repo, coord, worker, monkeypatch)
+    ok(coord(repo, "install-hooks"))
+    head = git(repo, "rev-parse", "HEAD").strip()
+    r = _as_agent(AGENT_A, "git", "commit", "-qam", "x", repo=repo, hunkwise_coordinator=True)
+    assert r.returncode != 0 and "coordinator" in r.stderr
+    r = _as_agent(AGENT_A, "git", "stash", repo=repo, hunkwise_coordinator=True)
+    assert r.returncode != 0
+    assert git(repo, "rev-parse", "HEAD").strip() == head
+    assert b"B's own line" in (repo / "b.txt").read_bytes()
+
+
+def test_a_call_from_outside_the_tree_is_judged_in_the_tree_the_hook_guards(
+        make_repo: MakeRepo, coord: Cli, worker: Cli, monkeypatch: pytest.MonkeyPatch,
+        tmp_path: Path) -> None:
+    """Was: with the call's cwd outside the tree (or in a nested repository) the worker was
+    not known, and a Write onto B's file passed."""
+    repo, _sa, _sb = two_tasks(make_repo, coord, worker, monkeypatch)
+    ok(coord(repo, "install-hooks", "--agent", "claude"))
+    doc = json.loads((repo / ".claude" / "settings.local.json").read_text())
+    command = doc["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+    assert str(repo) in command  # the tree it guards is written in
+    for cwd in (tmp_path, Path("/")):
+        body = json.dumps({"session_id": AGENT_A, "cwd": str(cwd), "tool_name": "Write",
+                           "hook_event_name": "PreToolUse", "tool_use_id": "t9",
+                           "tool_input": {"file_path": str(repo / "b.txt"), "content": "x"}})
+        r = subprocess.run(command, shell=True, cwd=cwd, input=body.encode(),
+                           capture_output=True, env=env_of(), check=False)
+        assert r.returncode == 2 and b"outside the grants of A" in r.stderr, r.stderr
+
+
+def test_a_write_that_puts_size_and_time_back_is_still_seen(
+        make_repo: MakeRepo, coord: Cli, worker: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Was: rewriting B's edited file in place with the same size, then setting its mtime
+    back (utime), hid the write from the check after the call."""
+    repo, _sa, _sb = two_tasks(make_repo, coord, worker, monkeypatch)
+    theirs = (repo / "b.txt").read_bytes()
+    script = ("python3 -c \"import os; p='b.txt'; s=os.stat(p); "
+              "open(p, 'r+').write('#' * (s.st_size - 1) + chr(10)); "
+              "os.utime(p, ns=(s.st_atime_ns, s.st_mtime_ns))\"")
+    e = env_of()
+    code, _out, _err = hook.run("pre", payload("PreToolUse", repo, "Bash", {"command": "true"},
+                                               use="u-warm"), e)
+    hook.run("post", payload("PostToolUse", repo, "Bash", {"command": "true"}, use="u-warm"), e)
+    # (the guard refuses such code as a line; run it as a script would, between the hooks)
+    assert hook.run("pre", payload("PreToolUse", repo, "Bash", {"command": "./x"}, use="u2"),
+                    e)[0] == 0
+    subprocess.run(script, shell=True, cwd=repo, check=True)
+    hook.run("post", payload("PostToolUse", repo, "Bash", {"command": "./x"}, use="u2"), e)
+    assert (repo / "b.txt").read_bytes() == theirs

@@ -132,10 +132,10 @@ def test_hot_commands_import_only_what_they_use(make_repo, coord, worker, side: 
             "print(rc, ' '.join(sorted(sys.modules)))")
     argv = [cmd, "T1"] if cmd == "heartbeat" else [cmd]
     r = subprocess.run([sys.executable, "-c", code, str(repo), *argv], capture_output=True,
-                       text=True, check=True, env={**os.environ, "COORD_SESSION": session,
-                                                   # coord refuses its own commands to a worker
-                                                   **({"HUNKWISE_COORDINATOR": "1"}
-                                                      if side == "coordinator" else {})})
+                       text=True, check=True, env={
+                           # coord refuses its own commands to a worker's session
+                           **os.environ, "COORD_SESSION": session if side == "worker"
+                           else "sess-20260101-0000-coord@host"})
     out = r.stdout.splitlines()[-1].split()
     assert out[0] == "0", r.stdout + r.stderr
     loaded = set(out[1:])

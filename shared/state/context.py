@@ -125,8 +125,15 @@ def new_session(state: State, role: str) -> str:
 
 
 def env_session() -> str | None:
+    """The session this environment runs: `$COORD_SESSION`, else the one the agent's own
+    session variable was mapped to at `worker start` (an agent's every command is its
+    worker's, nothing set at its launch)."""
     value = os.environ.get("COORD_SESSION", "").strip()
-    return value or None
+    if value:
+        return value
+    from hunkwise.shared.state.identity import env_agent_session
+
+    return env_agent_session(os.environ)
 
 
 def iso(ts: float) -> str:

@@ -157,14 +157,26 @@ def state_root(start: StrPath, env: Mapping[str, str]) -> str | None:
     return os.path.join(common, "coord")
 
 
+def env_agent_session(env: Mapping[str, str], start: StrPath | None = None) -> str | None:
+    """The hunkwise session the agent running this command is mapped to (its own session
+    variable, looked up in the state of the tree at `start`, the current folder by
+    default), or None."""
+    found = agent_identity(env)
+    if found is None:
+        return None
+    root = state_root(os.getcwd() if start is None else start, env)
+    return lookup(root, found[1]) if root is not None else None
+
+
 def session_for(data: Mapping[str, Any], env: Mapping[str, str]) -> str:
     """The hunkwise session of the agent making this tool call (its hook payload): the
     payload's `session_id` mapped at `worker start` first, then `$COORD_SESSION`; '' when
     neither says."""
     agent_id = data.get("session_id")
     if isinstance(agent_id, str) and agent_id:
-        cwd = data.get("cwd")
-        root = state_root(cwd if isinstance(cwd, str) and cwd else os.getcwd(), env)
+        # the tree the hook guards (hook.TOP), else the call's folder
+        start = data.get("hunkwise_top") or data.get("cwd")
+        root = state_root(start if isinstance(start, str) and start else os.getcwd(), env)
         found = lookup(root, agent_id) if root is not None else None
         if found:
             return found
