@@ -14,7 +14,6 @@ from hunkwise.shared.hunks.taskview import active_tasks, identities_of_selection
 from hunkwise.shared.machines.handover import bring_in
 from hunkwise.shared.state import store
 from hunkwise.shared.state.context import Ctx
-from hunkwise.shared.state.models import Saved
 from hunkwise.shared.work import recovery
 
 if TYPE_CHECKING:
@@ -29,17 +28,16 @@ def bring_back(ctx: Ctx, task_id: str, report: WorkReport) -> list[str]:
         tv = view(ctx.repo, active_tasks(state))
         sel = select(tv, task)
         ref = f"{recovery.SNAPSHOT_REFS}/{git.ref_component(task_id)}/r{report.revision}"
-        git.run(ctx.repo, "update-ref", ref, tv.snap.tree)
-        hunks, whole = recovery.record_of(sel)
+        saved = recovery.saved_of(ctx.repo, tv, sel, kind="report", revision=report.revision,
+                                  ref=ref)
+        git.run(ctx.repo, "update-ref", "--stdin",
+                input=recovery.ref_updates(ref, saved).encode())
         with store.transaction(ctx.lay) as st:
             t = st.tasks[task_id]
             assert t.handover is not None
             t.handover = t.handover.model_copy(update={
                 "brought": report.revision, "pending": None,
-                "held": Saved(kind="report", revision=report.revision, tree=tv.snap.tree,
-                              base=tv.snap.head_tree, at=store.now(), ref=ref, hunks=hunks,
-                              whole=whole)})
+                "held": saved.model_copy(update={"base": tv.snap.head_tree})})
             t.claimed = identities_of_selection(tv, t, sel)
-            t.saved = recovery.saved_of(tv, sel, kind="report", revision=report.revision,
-                                        ref=ref)
+            t.saved = saved
     return written

@@ -26,8 +26,8 @@ from typing import NamedTuple, TypeVar
 from hunkwise.shared import git
 from hunkwise.shared.state import store
 from hunkwise.shared.state.context import Ctx
-from hunkwise.shared.state.models import State, TaskState
-from hunkwise.shared.work.recovery import WIP_REFS
+from hunkwise.shared.state.models import Saved, State, TaskState
+from hunkwise.shared.work.recovery import WIP_REFS, ref_updates
 
 from . import maildir
 
@@ -107,12 +107,13 @@ def _publish(delivery: Delivery,
     return paths
 
 
-def land(ctx: Ctx, task_id: str, ref: str, tree: str, staged: maildir.Staged) -> Path:
-    """What follows the state's record of a report: its snapshot ref (and the task's
-    unreported records dropped) in one ref transaction, then the report into `new/`."""
+def land(ctx: Ctx, task_id: str, ref: str, saved: Saved, staged: maildir.Staged) -> Path:
+    """What follows the state's record of a report: its snapshot ref and its own tree's
+    (and the task's unreported records dropped) in one ref transaction, then the report
+    into `new/`."""
     try:
         old = git.list_refs(ctx.repo, f"{WIP_REFS}/{git.ref_component(task_id)}/")
-        moves = f"update {ref} {tree}\n" + "".join(f"delete {r}\n" for r in old)
+        moves = ref_updates(ref, saved) + "".join(f"delete {r}\n" for r in old)
         git.run(ctx.repo, "update-ref", "--stdin", input=moves.encode())
     finally:
         # Recorded, so delivered: a failed ref update costs the snapshot its protection
@@ -145,7 +146,7 @@ def settle(ctx: Ctx, state: State | None = None) -> list[str]:
             continue
         taken = maildir.adopt(ctx.lay.inbox, task.last_report)
         if taken is not None:
-            land(ctx, task.id, saved.ref, saved.tree, taken)
+            land(ctx, task.id, saved.ref, saved, taken)
             done.append(task.last_report)
     ctx.settled = True
     return done

@@ -52,7 +52,8 @@ def reported_tasks(repo: Path, coord: Cli, worker: Cli, n: int) -> list[str]:
         assert real.saved is not None
         for (tid, path), tree in zip(copies, trees, strict=True):
             saved = real.saved.model_copy(update={
-                "tree": tree, "base": head, "ref": f"refs/hunkwise/snapshots/{tid}/r1",
+                "tree": tree, "own": tree, "base": head,
+                "ref": f"refs/hunkwise/snapshots/{tid}/r1",
                 "hunks": {path: [(2, 1, hunk_digest(b"line 2\n", f"{path}'s line\n".encode()))]},
                 "whole": {}})
             state.tasks[tid] = real.model_copy(update={

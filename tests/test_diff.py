@@ -11,7 +11,7 @@ import itertools
 import random
 
 import pytest
-from hunkwise.shared.hunks.diff import Hunk, _touches, carry, splice
+from hunkwise.shared.hunks.diff import Hunk, carry, splice, touches
 
 
 def _lines(n: int) -> list[bytes]:
@@ -37,7 +37,7 @@ def test_carry_then_splice_equals_splicing_everything(seed: int) -> None:
     checked = 0
     while checked < 1500:
         hunks = [_random_hunk(rng, 10, t) for t in range(rng.randint(2, 5))]
-        if any(_touches(a, b) for a, b in itertools.combinations(hunks, 2)):
+        if any(touches(a, b) for a, b in itertools.combinations(hunks, 2)):
             continue
         k = rng.randint(1, len(hunks) - 1)
         mine, theirs = hunks[:k], hunks[k:]

@@ -385,11 +385,16 @@ def test_restore_refuses_a_new_file_someone_else_recreated_and_restores_nothing(
 def test_each_report_keeps_its_snapshot_tree_under_refs_hunkwise(plain: Shared) -> None:
     repo = plain.repo
     refs = snapshot_refs(repo)
-    assert set(refs) == {"refs/hunkwise/snapshots/t1/r1", "refs/hunkwise/snapshots/t2/r1"}
+    # Each report's snapshot, and the tree of the base and the task's changes alone.
+    assert set(refs) == {f"refs/hunkwise/snapshots/{tid}/r1{tail}" for tid in ("t1", "t2")
+                         for tail in ("", "-own")}
+    state = json.loads((repo / ".git" / "coord" / "state.json").read_bytes())
     for tid in ("t1", "t2"):
         kind, oid = refs[f"refs/hunkwise/snapshots/{tid}/r1"]
         assert kind == "tree"
         assert oid == report_of(repo, tid)["snapshot"]
+        assert refs[f"refs/hunkwise/snapshots/{tid}/r1-own"] == ("tree",
+                                                                 state["tasks"][tid]["saved"]["own"])
     snap = refs["refs/hunkwise/snapshots/t2/r1"][1]
     for path in REPORTED_PATHS:
         assert git_bytes(repo, "cat-file", "blob", f"{snap}:{path}") == plain.reported[path]
@@ -439,7 +444,8 @@ def test_coordinator_accepts_and_reverts_with_hooks_installed(hooked: Shared, co
     assert "Coord-Task: t1" in git(repo, "log", "-1", "--format=%B")
     assert contents(repo) == hooked.reported  # the tree is untouched, t2's edits among it
     # t1's snapshot refs are pruned once it is committed; t2's stay.
-    assert set(snapshot_refs(repo)) == {"refs/hunkwise/snapshots/t2/r1"}
+    assert set(snapshot_refs(repo)) == {"refs/hunkwise/snapshots/t2/r1",
+                                        "refs/hunkwise/snapshots/t2/r1-own"}
     assert not has_ref(repo, STASH_GONE)
 
     accepted = head(repo)

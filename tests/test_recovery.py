@@ -73,8 +73,13 @@ def test_unreported_work_is_recorded_as_a_snapshot_ref_only_when_it_changed(
     ok(coord(repo, "status"))  # status records it too
     saved = json.loads(state.read_bytes())["tasks"]["t2"]["saved"]
     assert saved["kind"] == "wip" and saved["revision"] == 2
-    assert git(repo, "for-each-ref", "--format=%(refname)", "refs/hunkwise/wip/").split() == \
-        [saved["ref"]] and re.fullmatch(r"refs/hunkwise/wip/t2/w2-\d+", saved["ref"])
+    # Beside its snapshot, the tree of the base and t2's changes alone (t1's are not).
+    assert git(repo, "for-each-ref", "--format=%(refname) %(objectname)",
+               "refs/hunkwise/wip/").split() == \
+        [saved["ref"], saved["tree"], saved["ref"] + "-own", saved["own"]] \
+        and re.fullmatch(r"refs/hunkwise/wip/t2/w2-\d+", saved["ref"])
+    assert git(repo, "show", f"{saved['own']}:f.txt") == numbered(20)
+    assert git(repo, "show", f"{saved['own']}:g.txt") == git(repo, "show", f"{saved['tree']}:g.txt")
 
 
 def test_in_progress_work_destroyed_is_listed_kept_and_restored(make_repo, coord, worker) -> None:
@@ -445,7 +450,7 @@ def test_recording_unreported_work_holds_the_state_lock_for_the_state_alone(
         assert [s for s in under_lock if s != "hold"] == []
     saved = json.loads((repo / ".git" / "coord" / "state.json").read_bytes())["tasks"]["t2"]["saved"]
     assert git(repo, "for-each-ref", "--format=%(refname) %(objectname)", "refs/hunkwise/wip/") \
-        .split() == [saved["ref"], saved["tree"]]
+        .split() == [saved["ref"], saved["tree"], saved["ref"] + "-own", saved["own"]]
 
 
 def test_restore_around_an_insertion_after_the_deleted_line(make_repo, coord, worker) -> None:
@@ -459,3 +464,33 @@ def test_restore_around_an_insertion_after_the_deleted_line(make_repo, coord, wo
     r = coord(repo, "restore", "A")
     assert r.code == 0, r.stdout + r.stderr
     assert f.read_text() == numbered(10).replace("line 6\n", "X\nY\n")
+
+
+# ---- a record holds exactly the task's changes, however attribution cut them -------------
+
+# (base, grant, the task's edit): attribution by region cuts these edits otherwise than
+# git's own -U0 diff of base -> tree prints them, so a record that kept git's hunks by the
+# places attribution gave them kept none of them.
+CUT_OTHERWISE = {
+    "comment-above-the-range": ("x\ndef f():\n    return 1\n", "m.py:2-3",
+                                "x\n# c\ndef f():\n    return 1\n"),
+    "change-and-dropped-blank": ("a\nb\n\n\nc\n", "m.py:1-4", "a\nB\n\nc\n"),
+}
+
+
+@pytest.mark.parametrize("recorded_by", ["done", "heartbeat"])
+@pytest.mark.parametrize("case", sorted(CUT_OTHERWISE))
+def test_a_change_attribution_cuts_otherwise_than_git_is_listed_lost_and_restored(
+        make_repo, coord, worker, case: str, recorded_by: str) -> None:
+    base, grant, edited = CUT_OTHERWISE[case]
+    repo = make_repo({"m.py": base})
+    task(coord, worker, repo, "T1", grant)
+    (repo / "m.py").write_text(edited)
+    ok(worker(repo, recorded_by, "T1"))
+    git(repo, "checkout", "--", "m.py")
+    assert lost(coord, repo) == {"T1": ["m.py"]}
+    assert ok(coord(repo, "restore", "T1"))["restored"] == ["m.py"]
+    assert (repo / "m.py").read_text() == edited
+    assert lost(coord, repo) == {}
+    assert ok(coord(repo, "restore", "T1"))["restored"] == []  # nothing twice
+    assert (repo / "m.py").read_text() == edited

@@ -290,7 +290,8 @@ def _take_handed_edits(ctx: Ctx, state: State, task: Task,
     if sess is not None:
         check_session(sess)
     _may_take(task, sess)
-    if not (has_object(ctx.repo, cp.saved.tree) and has_object(ctx.repo, cp.saved.base)):
+    if not (has_object(ctx.repo, cp.saved.tree) and has_object(ctx.repo, cp.saved.base)
+            and (cp.saved.own is None or has_object(ctx.repo, cp.saved.own))):
         raise StateRefused(f"{task.id}'s handed-over changes from {machine_of(cp.session)} are "
                            "not here yet: run worker sync, then worker start again")
     if task.handover is not None and not is_mirrored(ctx, task.id):
@@ -395,7 +396,7 @@ def _report(ctx: Ctx, task_id: str, *, status: ReportStatus, session: str | None
         proposed_commit=_proposed(task, message, summary), reason=reason,
         checks_skipped=not run and bool(task.checks) and status == "done",
         checks_where=where if run and task.checks else "tree")
-    saved = recovery.saved_of(tv, sel, kind="report", revision=revision, ref=ref)
+    saved = recovery.saved_of(ctx.repo, tv, sel, kind="report", revision=revision, ref=ref)
     claimed = identities_of_selection(tv, task, sel)
     for a in sel.disclaimed_ambiguous:
         claimed.setdefault(report_path(a.change.path), []).append(DISCLAIMED + a.canon)
@@ -409,7 +410,7 @@ def _report(ctx: Ctx, task_id: str, *, status: ReportStatus, session: str | None
 
     task, paths = delivery.deliver(
         ctx.lay.inbox, [delivery.Draft(report.model_dump_json().encode(), task_id, revision)],
-        record, publish=lambda st: delivery.land(ctx, task_id, ref, tv.snap.tree, st))
+        record, publish=lambda st: delivery.land(ctx, task_id, ref, saved, st))
     recovery.kill_point("worker-delivered")
     (path,) = paths.values()
     from hunkwise.shared.hunks.places import claimed_files

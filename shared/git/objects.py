@@ -117,6 +117,9 @@ def build_tree(repo: Path, base: str, entries: Mapping[str, tuple[str, str] | No
     return write_tree(repo, base, entries)[0]
 
 
+Job = tuple[str, Mapping[str, tuple[str, str] | None], Mapping[str, tuple[str, bytes]]]
+
+
 def write_tree(repo: Path, base: str, entries: Mapping[str, tuple[str, str] | None],
                contents: Mapping[str, tuple[str, bytes]] | None = None
                ) -> tuple[Sha, dict[str, Sha]]:
@@ -127,29 +130,54 @@ def write_tree(repo: Path, base: str, entries: Mapping[str, tuple[str, str] | No
     `base` (`M 040000 <tree> ""`) and takes each change, then a reset that deletes its ref
     again; the commit's tree is the answer. Neither index is touched.
     """
-    contents = contents or {}
-    marks = {path: n for n, path in enumerate(contents, 1)}
-    stream = [_blob(marks[path], data) for path, (_mode, data) in contents.items()]
-    commit_mark = len(marks) + 1
-    ref = f"refs/hunkwise/tmp/tree-{os.getpid()}-{os.urandom(4).hex()}"
-    stream.append(f"commit {ref}\nmark :{commit_mark}\ncommitter hunkwise <hunkwise> 0 +0000\n"
-                  f"data 0\nM 040000 {base} \"\"\n".encode())
-    # Deletions first: a file that becomes a directory (or the reverse) is then removed
-    # before its replacement arrives.
-    for path, entry in entries.items():
-        if path in contents:
-            raise ValueError(f"{path}: given both as an entry and as content")
-        if entry is None:
-            stream.append(b"D " + _fi_path(path) + b"\n")
-    for path, entry in entries.items():
-        if entry is not None:
-            stream.append(f"M {entry[0]} {entry[1]} ".encode() + _fi_path(path) + b"\n")
-    for path, (mode, _data) in contents.items():
-        stream.append(f"M {mode} :{marks[path]} ".encode() + _fi_path(path) + b"\n")
-    stream.append(f"\nreset {ref}\nfrom {null_oid(repo)}\n\n".encode())
-    *oids, commit = _fast_import(repo, stream, [*marks.values(), commit_mark])
-    written = {path: Sha(oid) for path, oid in zip(marks, oids, strict=True)}
-    tree = tree_of(repo, commit)
-    if tree is None:
-        raise GitError(("fast-import",), -1, b"the tree it built cannot be read")
-    return tree, written
+    return write_trees(repo, [(base, entries, contents or {})])[0]
+
+
+def write_trees(repo: Path, jobs: Sequence[Job]) -> list[tuple[Sha, dict[str, Sha]]]:
+    """`write_tree` of each (base, entries, contents), all through one `fast-import`."""
+    if not jobs:
+        return []
+    stream: list[bytes] = []
+    marks: list[dict[str, int]] = []
+    n = 0
+    for _base, _entries, contents in jobs:
+        marks.append({})
+        for path, (_mode, data) in contents.items():
+            n += 1
+            marks[-1][path] = n
+            stream.append(_blob(n, data))
+    refs: list[str] = []
+    for (base, entries, contents), job_marks in zip(jobs, marks, strict=True):
+        n += 1
+        ref = f"refs/hunkwise/tmp/tree-{os.getpid()}-{os.urandom(4).hex()}"
+        refs.append(ref)
+        stream.append(f"commit {ref}\nmark :{n}\ncommitter hunkwise <hunkwise> 0 +0000\n"
+                      f"data 0\nM 040000 {base} \"\"\n".encode())
+        # Deletions first: a file that becomes a directory (or the reverse) is then removed
+        # before its replacement arrives.
+        for path, entry in entries.items():
+            if path in contents:
+                raise ValueError(f"{path}: given both as an entry and as content")
+            if entry is None:
+                stream.append(b"D " + _fi_path(path) + b"\n")
+        for path, entry in entries.items():
+            if entry is not None:
+                stream.append(f"M {entry[0]} {entry[1]} ".encode() + _fi_path(path) + b"\n")
+        for path, (mode, _data) in contents.items():
+            stream.append(f"M {mode} :{job_marks[path]} ".encode() + _fi_path(path) + b"\n")
+        stream.append(b"\n")
+    stream += [f"reset {ref}\nfrom {null_oid(repo)}\n\n".encode() for ref in refs]
+    wanted = [m for job_marks in marks for m in job_marks.values()]
+    commit_marks = list(range(n - len(jobs) + 1, n + 1))
+    found = _fast_import(repo, stream, [*wanted, *commit_marks])
+    oids, commits = found[:len(wanted)], found[len(wanted):]
+    out: list[tuple[Sha, dict[str, Sha]]] = []
+    at = 0
+    for job_marks, commit in zip(marks, commits, strict=True):
+        written = {path: Sha(oids[at + i]) for i, path in enumerate(job_marks)}
+        at += len(job_marks)
+        tree = tree_of(repo, commit)
+        if tree is None:
+            raise GitError(("fast-import",), -1, b"the tree it built cannot be read")
+        out.append((tree, written))
+    return out

@@ -384,7 +384,7 @@ def inverse(h: Hunk) -> Hunk:
     return Hunk(h.new_start, h.new_lines, h.old_start, h.old_lines, h.added, h.removed)
 
 
-def _touches(a: Hunk, b: Hunk) -> bool:
+def touches(a: Hunk, b: Hunk) -> bool:
     """Do two hunks over the same old text change the same lines?"""
     if a.old_lines and b.old_lines:
         return a.old_start <= b.old_end and b.old_start <= a.old_end
@@ -402,7 +402,7 @@ def carry(hunks: Sequence[Hunk], through: Sequence[Hunk]) -> tuple[list[Hunk], l
     moved: list[Hunk] = []
     clashes: list[Hunk] = []
     for h in sorted(hunks, key=_place):
-        if any(_touches(h, t) for t in through):
+        if any(touches(h, t) for t in through):
             clashes.append(h)
         else:
             moved.extend(shift_hunks([h], through))

@@ -30,6 +30,7 @@ from hunkwise.shared.hunks.diff import FileChange, Hunk
 from hunkwise.shared.state import store
 from hunkwise.shared.state.models import Checkpoint, Saved, SavedKind, State, Task, report_path
 from hunkwise.shared.work import recovery
+from hunkwise.shared.work.matching import put_in
 
 if TYPE_CHECKING:
     from hunkwise.shared.hunks.taskview import TreeView
@@ -58,10 +59,11 @@ def record_edits(repo: Path, tv: TreeView, task: Task, *, kind: SavedKind, ref: 
     hunks, whole = recovery.record_of(sel)
     if not hunks and not whole:
         return None
-    git.run(repo, "update-ref", ref, tv.snap.tree)
-    return Saved(kind=kind, revision=max(task.revision, 1), tree=tv.snap.tree,
-                 base=tv.snap.head_tree, at=store.now(), ref=ref,
-                 hunks=hunks, whole=whole)
+    saved = Saved(kind=kind, revision=max(task.revision, 1), tree=tv.snap.tree,
+                  base=tv.snap.head_tree, at=store.now(), ref=ref, hunks=hunks, whole=whole,
+                  own=recovery.own_trees(repo, tv, [sel])[0])
+    git.run(repo, "update-ref", "--stdin", input=recovery.ref_updates(ref, saved).encode())
+    return saved
 
 
 def put_back(repo: Path, task: Task, saved: Saved, *, what: str, clash: str) -> list[str]:
@@ -91,14 +93,15 @@ def put_back(repo: Path, task: Task, saved: Saved, *, what: str, clash: str) -> 
     spliced: list[tuple[str, str]] = []
     for path, hunks in sorted(gone.hunks.items()):
         rc, cur = recorded[path], current.get(path)
-        moved, clashes = diff.carry(hunks, cur.hunks if cur else [])
-        problems += [f"{report_path(path)}: {_lines(h)} {clash}" for h in clashes]
-        if clashes:
-            continue
         now_oid = cur.new_oid if cur else rc.old_oid
-        blob = git.cat_blobs(repo, [now_oid])[now_oid]
+        texts = git.cat_blobs(repo, [rc.old_oid, now_oid])
         try:
-            contents.append(diff.splice(blob, moved))
+            text, clashes = put_in(texts[rc.old_oid], texts[now_oid], hunks,
+                                            cur.hunks if cur else [])
+            problems += [f"{report_path(path)}: {_lines(h)} {clash}" for h in clashes]
+            if text is None:
+                continue
+            contents.append(text)
         except ValueError:
             problems.append(f"{report_path(path)}: the lines around the task's changes moved "
                             "in a way that cannot be followed")

@@ -222,8 +222,8 @@ def _read_checkpoint(repo: Path, data: bytes, path: str, name: str, machine: str
     if cp.saved is not None:
         # Its edits must travel with it, as the trees it names.
         trees = ls_tree(repo, edits[name][1]) if name in edits else {}
-        if (trees.get("snapshot", ("", ""))[1], trees.get("base", ("", ""))[1]) \
-                != (cp.saved.tree, cp.saved.base):
+        if (trees.get("snapshot", ("", ""))[1], trees.get("base", ("", ""))[1],
+                trees.get("own", ("", None))[1]) != (cp.saved.tree, cp.saved.base, cp.saved.own):
             raise UsageError("its edits are not the trees it names")
     return cp
 
@@ -335,8 +335,10 @@ def _apply_locked(ctx: Ctx, machine: str, signals: list[Signal],
                 state.checkpoints[key] = cp
                 applied.checkpoints.append(key)
                 if cp.saved is not None:  # keep its edits here until it is taken
-                    refs.append((f"refs/hunkwise/remote-edits/{machine}/{git.ref_component(cp.task)}",
-                                 cp.saved.tree))
+                    kept = f"refs/hunkwise/remote-edits/{machine}/{git.ref_component(cp.task)}"
+                    refs.append((kept, cp.saved.tree))
+                    if cp.saved.own is not None:
+                        refs.append((kept + "-own", cp.saved.own))
         _apply_verdicts(state, mir, machine, verdicts, applied, link, refused)
         save_json(mir_path, mir)
 

@@ -179,11 +179,15 @@ def _record_blobs(ctx: Ctx, state: State, me: str) -> tuple[dict[str, bytes], Ne
     for key, cp in state.checkpoints.items():
         if machine_of(cp.session) == me and KEY_RE.fullmatch(key):
             blobs[f"checkpoints/{key}"] = dump_json(cp.model_dump(mode="json"))
+            own = cp.saved.own if cp.saved is not None else None
             if cp.saved is not None and cp.saved.base and has_object(repo, cp.saved.tree) \
-                    and has_object(repo, cp.saved.base):
-                # The edits travel with it: the snapshot and base trees as entries.
-                edits[key] = {"snapshot": ("040000", cp.saved.tree),
-                              "base": ("040000", cp.saved.base)}
+                    and has_object(repo, cp.saved.base) and (own is None or has_object(repo, own)):
+                # The edits travel with it: the snapshot, base and own trees as entries.
+                trees: Nested = {"snapshot": ("040000", cp.saved.tree),
+                                 "base": ("040000", cp.saved.base)}
+                if own is not None:
+                    trees["own"] = ("040000", own)
+                edits[key] = trees
     mirrored = mirror(ctx)["tasks"]
     for t in state.tasks.values():
         c = t.claim

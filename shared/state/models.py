@@ -290,9 +290,12 @@ class Saved(Strict):
     by a worker command while the work was unreported (`wip`). `coord restore` uses this
     and nothing else, so a report dropped into the inbox by hand cannot steer it.
 
-    `hunks` holds, per path (as reports write it), each change as git prints it between
-    `base` and `tree`: (old_start, old_lines, sha256 of its bytes), so that a restore picks
-    it by place as well as by content; `whole` the paths changed as a whole.
+    `hunks` holds, per path (as reports write it), each of the task's changes as
+    attribution divided them: (old_start, old_lines, sha256 of its bytes); `whole` the
+    paths changed as a whole. `own` is the tree of `base` plus exactly the task's changes
+    (what `coord accept` would commit on `base`): what is lost and what a restore puts back
+    are read from base -> own, every change of which is the task's. Records made before it
+    was kept have none; theirs are read from base -> `tree`, picked by `hunks`.
     """
 
     kind: SavedKind
@@ -303,6 +306,7 @@ class Saved(Strict):
     ref: str = F(max_length=512)
     hunks: dict[str, list[tuple[int, int, str]]] = F(default_factory=dict)
     whole: dict[str, str] = F(default_factory=dict)
+    own: str | None = F(default=None, max_length=64, omit=True)
 
 
 class Handover(Strict):

@@ -2,14 +2,18 @@
 
 Every report, and every worker command of an in-progress task, records the task's
 changes in the state (`Task.saved`, a `Saved`): a snapshot tree kept under
-`refs/hunkwise/`, the commit it was taken on, and each change as git prints it between
-the two. Both sides use this: the worker to say at `worker start` that its work was
-destroyed, the coordinator to list lost work in `coord status` and to restore it.
+`refs/hunkwise/`, the commit it was taken on, each change as attribution divided it, and
+the tree of that commit plus exactly the task's changes (`own`, kept under the same ref
+name + `-own`): git's diff of the commit and that tree holds the task's changes alone,
+however attribution cut them. Both sides use this: the worker to say at `worker start`
+that its work was destroyed, the coordinator to list lost work in `coord status` and to
+restore it.
 
 A change is *lost* when its lines are back to what the commit held: nothing of the
-current diff lies where it was. A change the worker edited further is not lost, so a
-worker that keeps working never sees a false alarm; a record that would drop lost
-changes is not replaced, so a command run after an accident never buries the work.
+current diff lies where it was (shared/work/matching.py). A change the worker edited
+further is not lost, so a worker that keeps working never sees a false alarm; a record
+that would drop lost changes is not replaced, so a command run after an accident never
+buries the work.
 """
 
 from __future__ import annotations
@@ -23,20 +27,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hunkwise.shared import git
+from hunkwise.shared.git import objects
 from hunkwise.shared.hunks import diff, snapshot
 from hunkwise.shared.hunks.diff import FileChange, Hunk
 from hunkwise.shared.hunks.globs import grant_covers
-from hunkwise.shared.hunks.slide import canonical, placements
 from hunkwise.shared.hunks.taskview import Selection, TreeView, select, whole_identity
 from hunkwise.shared.state import store
 from hunkwise.shared.state.models import Saved, SavedKind, State, Task, TaskState, report_path
+from hunkwise.shared.work.matching import Pos, classify, unmatched
 
 if TYPE_CHECKING:
     from hunkwise.shared.state.context import Ctx
 
 WIP_REFS = "refs/hunkwise/wip"
 SNAPSHOT_REFS = "refs/hunkwise/snapshots"
-Pos = tuple[int, int, str]
 RECORD_LOCK_WAIT_S = 5.0
 
 
@@ -61,10 +65,79 @@ def record_of(sel: Selection) -> tuple[dict[str, list[Pos]], dict[str, str]]:
     return hunks, whole
 
 
-def saved_of(tv: TreeView, sel: Selection, *, kind: SavedKind, revision: int, ref: str) -> Saved:
+def saved_of(repo: Path, tv: TreeView, sel: Selection, *, kind: SavedKind, revision: int,
+             ref: str) -> Saved:
     hunks, whole = record_of(sel)
     return Saved(kind=kind, revision=revision, tree=tv.snap.tree, base=tv.snap.head,
-                 at=store.now(), ref=ref, hunks=hunks, whole=whole)
+                 at=store.now(), ref=ref, hunks=hunks, whole=whole,
+                 own=own_trees(repo, tv, [sel])[0])
+
+
+Entries = dict[str, tuple[str, str] | None]
+Contents = dict[str, tuple[str, bytes]]
+
+
+def _spliced(tv: TreeView, sel: Selection) -> list[FileChange]:
+    """The selection's text changes that hold only some of their file's hunks: their
+    text is the base's with the task's hunks spliced in, not the tree's."""
+    full = {c.path: c for c in tv.changes}
+    return [c for c in sel.changes if c.splittable and c.hunks and (
+        c.path not in full or {id(h) for h in c.hunks} != {id(h) for h in full[c.path].hunks})]
+
+
+def own_entries(tv: TreeView, sel: Selection, blobs: dict[str, bytes]) -> tuple[Entries, Contents]:
+    """The task's changes onto the base tree, as `objects.write_tree` takes them: what
+    `coord accept` would commit on the tree view's commit. A change the task holds whole
+    (every hunk of its file, a new, deleted or binary file) goes as the tree's entry; the
+    others as the base's text with the task's hunks spliced in (`blobs`: base texts by id,
+    besides the view's own)."""
+    entries: Entries = {}
+    contents: Contents = {}
+    spliced = {id(c) for c in _spliced(tv, sel)}
+    for c in sel.changes:
+        if id(c) in spliced:
+            base = tv.old_texts.get(c.path)
+            contents[c.path] = (c.new_mode, diff.splice(base if base is not None
+                                                        else blobs[c.old_oid], c.hunks))
+        else:
+            entries[c.path] = None if c.status == "D" else (c.new_mode, c.new_oid)
+    return entries, contents
+
+
+def own_trees(repo: Path, tv: TreeView, sels: Sequence[Selection]) -> list[str]:
+    """For each selection, the tree of the view's commit plus exactly its changes (see
+    `Saved.own`). A selection holding every change of the tree is the snapshot itself;
+    the others are written by one `fast-import` for all of them."""
+    need = [c.old_oid for sel in sels for c in _spliced(tv, sel) if c.path not in tv.old_texts]
+    blobs = git.cat_blobs(repo, need) if need else {}
+    every = {c.path for c in tv.changes}
+    out: list[str | None] = []
+    jobs: list[objects.Job] = []
+    for sel in sels:
+        entries, contents = own_entries(tv, sel, blobs)
+        if not contents and set(entries) == every:
+            out.append(tv.snap.tree)  # every change of the tree is the task's, whole
+        else:
+            out.append(None)
+            jobs.append((tv.snap.head_tree, entries, contents))
+    written = iter(objects.write_trees(repo, jobs))
+    return [o if o is not None else next(written)[0] for o in out]
+
+
+OWN_TAIL = "-own"
+
+
+def refs_of(ref: str, saved: Saved) -> list[str]:
+    """The refs that keep a record's trees alive: `ref` (its snapshot) and, where its
+    `own` tree is not the snapshot itself, `ref` + "-own"."""
+    return [ref, ref + OWN_TAIL] if saved.own not in (None, saved.tree) else [ref]
+
+
+def ref_updates(ref: str, saved: Saved) -> str:
+    """`update-ref --stdin` lines writing `refs_of` (one transaction with the caller's)."""
+    line = f"update {ref} {saved.tree}\n"
+    return line + (f"update {ref}{OWN_TAIL} {saved.own}\n" if saved.own not in (None, saved.tree)
+                   else "")
 
 
 def covered(task: Task, path: str) -> bool:
@@ -73,59 +146,6 @@ def covered(task: Task, path: str) -> bool:
 
 
 # ---- which recorded changes are gone -------------------------------------------------------
-
-def _span(s: int, n: int) -> tuple[int, int]:
-    """A change's place in old-line coordinates doubled: a removal of lines [s, s+n-1]
-    covers 2s..2(s+n-1); an insertion after line s is the point 2s+1 between two lines."""
-    return (2 * s, 2 * (s + n - 1)) if n else (2 * s + 1, 2 * s + 1)
-
-
-def _near(a: tuple[int, int], b: tuple[int, int]) -> bool:
-    """Do two changes touch the same lines (as `diff.carry` sees a clash)? Then the region
-    is not back to the commit's: someone, most likely the task itself, changed it further."""
-    (a0, a1), (b0, b1) = _span(*a), _span(*b)
-    return a0 <= b1 and b0 <= a1
-
-
-def unmatched(recorded: Sequence[Pos], current: Sequence[Hunk]) -> list[int]:
-    """Indexes of recorded changes with nothing of the current diff on their lines."""
-    free = Counter((h.old_start, h.old_lines, h.sha256) for h in current)
-    left = []
-    for i, r in enumerate(recorded):
-        if free[r] > 0:
-            free[r] -= 1
-        elif not any(_near((r[0], r[1]), (h.old_start, h.old_lines)) for h in current):
-            left.append(i)
-    return left
-
-
-def classify(base_text: bytes, recorded: Sequence[Hunk],
-             current: Sequence[Hunk]) -> tuple[list[Hunk], list[Hunk]]:
-    """Of `recorded` (one path's recorded changes), (gone, changed): not in `current` at
-    any placement, with nothing else on their lines / with something else there.
-
-    A line inside a run of identical lines may be printed elsewhere than when it was
-    recorded and is still the same change; another task's identical line elsewhere is not.
-    """
-    old = diff.split_lines(base_text)
-    ordered = sorted(recorded, key=lambda h: (h.old_start, h.old_lines))
-    rec_places = placements(old, ordered)
-    cur_places = placements(old, list(current))
-    cur = [(canonical(ps), {(p.old_start, p.old_lines) for p in ps}) for ps in cur_places]
-    used: set[int] = set()
-    gone, changed = [], []
-    for h, ps in zip(ordered, rec_places, strict=True):
-        ident, where = canonical(ps), {(p.old_start, p.old_lines) for p in ps}
-        hit = next((j for j, (cid, cw) in enumerate(cur)
-                    if j not in used and cid == ident and cw & where), None)
-        if hit is not None:
-            used.add(hit)
-        elif any(_near(w, (c.old_start, c.old_lines)) for w in where for c in current):
-            changed.append(h)
-        else:
-            gone.append(h)
-    return gone, changed
-
 
 @dataclass
 class Loss:
@@ -142,15 +162,21 @@ class Loss:
 
 
 def saved_changes(repo: Path, saved: Saved) -> dict[str, FileChange]:
-    """The record's changes, by real path: base -> tree, limited to what it recorded."""
+    """The record's changes, by real path: base -> own (every change of which is the
+    task's), or for a record without it, base -> tree, limited to the paths it recorded."""
     base = saved.base or git.empty_tree(repo)
+    tree = saved.own or saved.tree
     wanted = set(saved.hunks) | set(saved.whole)
-    paths = [p for p in diff.changed_paths(repo, base, saved.tree) if report_path(p) in wanted]
-    return {c.path: c for c in diff.diff_trees(repo, base, saved.tree, paths)} if paths else {}
+    paths = [p for p in diff.changed_paths(repo, base, tree) if report_path(p) in wanted]
+    return {c.path: c for c in diff.diff_trees(repo, base, tree, paths)} if paths else {}
 
 
 def recorded_hunks(saved: Saved, ch: FileChange) -> list[Hunk]:
-    """The hunks of `ch` (base -> tree) that the record names, by place and content."""
+    """The hunks of `ch` (`saved_changes`) that are the task's: every one of base -> own;
+    of base -> tree (a record without `own`), those the record names by place and content
+    (which finds none of a change attribution divided otherwise than git prints it)."""
+    if saved.own is not None:
+        return list(ch.hunks)
     want = Counter(tuple(p) for p in saved.hunks.get(report_path(ch.path), []))
     out = []
     for h in ch.hunks:
@@ -170,12 +196,16 @@ def _entry(ch: FileChange | None, base: bool) -> tuple[str, str] | None:
 
 
 def loss(repo: Path, saved: Saved, current: dict[str, FileChange],
-         recorded: dict[str, FileChange] | None = None, full: bool = False) -> Loss:
+         recorded: dict[str, FileChange] | None = None, full: bool = False,
+         texts: dict[str, bytes] | None = None,
+         snapshot_blobs: dict[str, str | None] | None = None) -> Loss:
     """What of `saved` is gone, given the current changes base -> now by report path.
 
     Positions first (no git process when nothing is gone); a change that seems gone is
     looked at again with its bytes and every placement. `full` (restore) also names
-    what was changed since instead of gone.
+    what was changed since instead of gone. `texts`: the base blobs by id, and
+    `snapshot_blobs`: the snapshot's blob of each path, when the caller holds them (else
+    read through the command's one reader).
     """
     whole = [rp for rp in saved.whole if full or rp not in current]
     suspects = []
@@ -185,6 +215,15 @@ def loss(repo: Path, saved: Saved, current: dict[str, FileChange],
             suspects.append(rp)  # replaced as a whole since: not back to the commit's
         elif full or unmatched(pos, c.hunks if c is not None else []):
             suspects.append(rp)
+    if suspects:
+        # A file that holds what the snapshot held holds every change of the task there,
+        # however git's diff of the base aligns its lines with another task's (a blank
+        # line of one task's taken for a blank line another task's deleted function had).
+        named = [c.path for rp in suspects if (c := current.get(rp)) is not None]
+        if snapshot_blobs is None:
+            snapshot_blobs = snapshot_oids(repo, saved.tree, named)
+        suspects = [rp for rp in suspects if (c := current.get(rp)) is None
+                    or snapshot_blobs.get(c.path) != c.new_oid]
     out = Loss(whole=[], hunks={})
     if not (whole or suspects):
         return out
@@ -199,7 +238,10 @@ def loss(repo: Path, saved: Saved, current: dict[str, FileChange],
             out.whole.append(rc.path)
         elif _entry(c, False) != _entry(rc, False):
             out.changed.append(f"{rp}: changed by someone else since (whole file)")
-    texts = git.cat_blobs(repo, [by_rp[rp].old_oid for rp in suspects if rp in by_rp])
+    want = [by_rp[rp].old_oid for rp in suspects if rp in by_rp]
+    want += [c.new_oid for rp in suspects if rp in by_rp
+             and (c := current.get(rp)) is not None and c.splittable]
+    texts = {o: texts[o] for o in want} if texts is not None else git.cat_blobs(repo, want)
     for rp in suspects:
         rc = by_rp.get(rp)
         if rc is None:
@@ -209,12 +251,24 @@ def loss(repo: Path, saved: Saved, current: dict[str, FileChange],
             out.changed.append(f"{rp}: changed by someone else since (whole file)")
             continue
         gone, changed = classify(texts[rc.old_oid], recorded_hunks(saved, rc),
-                                 c.hunks if c is not None else [])
+                                 c.hunks if c is not None else [],
+                                 texts[c.new_oid] if c is not None else None)
         if gone:
             out.hunks[rc.path] = gone
         out.changed += [f"{rp}: lines {h.old_start}-{h.old_end} were changed by someone else "
                         "since" for h in changed]
     return out
+
+
+def snapshot_oids(repo: Path, tree: str, paths: Sequence[str]) -> dict[str, str | None]:
+    """The blob each path has in `tree` (None: none there), through the command's reader."""
+    asked = [p for p in dict.fromkeys(paths) if "\n" not in p and p.isprintable()
+             and not any("\udc80" <= ch <= "\udcff" for ch in p)]
+    if not asked:
+        return {}
+    found = git.read_objects(repo, [f"{tree}:{p}" for p in asked])
+    return {p: f[0] if f is not None and f[1] == "blob" else None
+            for p, f in zip(asked, found, strict=True)}
 
 
 def current_changes(repo: Path, saved: Saved, now_tree: str,
@@ -298,6 +352,8 @@ def losses_of(repo: Path, tasks: Sequence[Task], now_tree: str,
 def _same(saved: Saved | None, hunks: dict[str, list[Pos]], whole: dict[str, str]) -> bool:
     if saved is None:
         return not hunks and not whole
+    if saved.own is None and (hunks or whole):
+        return False  # recorded before `own` was kept: record it again, with it
     return ({k: sorted(map(tuple, v)) for k, v in saved.hunks.items()}
             == {k: sorted(v) for k, v in hunks.items()} and saved.whole == whole)
 
@@ -313,6 +369,7 @@ def record_wip(ctx: Ctx, state: State, tv: TreeView,
     """
     losses: dict[str, Loss] = {}
     todo: list[tuple[str, Saved | None, Saved]] = []
+    sels: list[Selection] = []
     due = [task for tid in task_ids if (task := state.tasks.get(tid)) is not None
            and task.state == TaskState.IN_PROGRESS
            and not (task.saved is not None and task.saved.tree == tv.snap.tree
@@ -335,8 +392,11 @@ def record_wip(ctx: Ctx, state: State, tv: TreeView,
         todo.append((tid, task.saved, Saved(kind="wip", revision=1, tree=tv.snap.tree,
                                             base=tv.snap.head, at=store.now(), ref="",
                                             hunks=hunks, whole=whole)))
+        sels.append(sel)
     if not todo:
         return losses
+    for (_tid, _before, rec), own in zip(todo, own_trees(ctx.repo, tv, sels), strict=True):
+        rec.own = own
     # The refs first, outside the lock (nothing slow under it), in one transaction. Each
     # name is this process's own (`w<n>-<pid>`, n the sequence it expects to record), so
     # two commands recording at once never write or drop each other's ref.
@@ -344,7 +404,7 @@ def record_wip(ctx: Ctx, state: State, tv: TreeView,
         rec.revision = state.tasks[tid].wip_seq + 1
         rec.ref = f"{WIP_REFS}/{git.ref_component(tid)}/w{rec.revision}-{os.getpid()}"
     git.run(ctx.repo, "update-ref", "--stdin",
-            input="".join(f"update {rec.ref} {rec.tree}\n" for _t, _b, rec in todo).encode())
+            input="".join(ref_updates(rec.ref, rec) for _t, _b, rec in todo).encode())
     drop: list[str] = []
     try:
         # A short wait: recording must never hold up the command it rides on; the next
@@ -354,19 +414,20 @@ def record_wip(ctx: Ctx, state: State, tv: TreeView,
             for tid, before, rec in todo:
                 task = st.tasks.get(tid)
                 if task is None or task.state != TaskState.IN_PROGRESS or task.saved != before:
-                    drop.append(rec.ref)  # recorded meanwhile by another command
+                    drop += refs_of(rec.ref, rec)  # recorded meanwhile by another command
                     continue
                 task.wip_seq += 1
                 rec.revision = task.wip_seq
                 if before is not None and before.kind == "wip":
-                    drop.append(before.ref)
+                    drop += refs_of(before.ref, before)
                 task.saved = rec
                 state.tasks[tid].saved = rec
                 if current is not None:
                     current.add(tid)
             store.save(ctx.lay, st)
     except BaseException:
-        drop = [rec.ref for _t, _b, rec in todo]  # nothing recorded: none of them is needed
+        # Nothing recorded: none of them is needed.
+        drop = [r for _t, _b, rec in todo for r in refs_of(rec.ref, rec)]
         raise
     finally:
         if drop:
@@ -427,7 +488,8 @@ def forget(repo: Path, task_id: str) -> None:
 
 def task_refs(task: Task) -> list[str]:
     """The refs a task may hold, named from its record, without asking git for a listing:
-    a report's snapshot `r<N>` (a handover's `r<N>-base`) for every revision handed out,
+    a report's snapshot `r<N>` (a handover's `r<N>-base`, a record's own tree `r<N>-own`)
+    for every revision handed out,
     the ref its `saved` names under those two prefixes (its newest unreported record
     `w<N>-<pid>`; a handoff's ref is not the task's to drop), and `w<N>`, as earlier
     releases named that record.
@@ -438,13 +500,12 @@ def task_refs(task: Task) -> list[str]:
     """
     part = git.ref_component(task.id)
     names = [f"{SNAPSHOT_REFS}/{part}/r{n}{tail}" for n in range(1, task.revision + 1)
-             for tail in ("", "-base")]
+             for tail in ("", "-base", OWN_TAIL)]
     if task.wip_seq:
         names.append(f"{WIP_REFS}/{part}/w{task.wip_seq}")
     ref = task.saved.ref if task.saved is not None else ""
-    if ref.startswith((f"{SNAPSHOT_REFS}/{part}/", f"{WIP_REFS}/{part}/")) \
-            and ref not in names:
-        names.append(ref)
+    if ref.startswith((f"{SNAPSHOT_REFS}/{part}/", f"{WIP_REFS}/{part}/")):
+        names += [r for r in (ref, ref + OWN_TAIL) if r not in names]
     return names
 
 
