@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from hunkwise.shared import git as hw_git
-from hunkwise.shared.hunks.diff import FileChange, Hunk, parse_patch, splice
+from hunkwise.shared.hunks.diff import FileChange, Hunk, parse_patch, splice, split_lines
+from hunkwise.shared.hunks.slide import placements
 from hunkwise.shared.hunks.ownership import attribute, map_grant
 from hunkwise.shared.state.models import (
     DISCLAIMED,
@@ -155,10 +156,11 @@ def play(sc: Story, grants: dict[str, list[Grant]], differ: Differ, evidence: An
                                   f"{sc.describe()}\ngot  {new_head!r}\nwant {want!r}")
         tasks[tid].state = TaskState.ACCEPTED
         moved = differ.hunks(head, new_head)
+        places = placements(split_lines(head), moved)  # as sync_ranges maps them
         for t in tasks.values():
             if t.active:
                 for g in t.grants:
-                    map_grant(g, moved)
+                    map_grant(g, moved, places)
         head = new_head
     return len(accepted), refusals, asked
 

@@ -234,3 +234,26 @@ def test_a_helper_appended_is_never_committed_with_the_renamed_neighbour(
     assert b"def h" not in head(repo, "m.py") and b"def g" in head(repo, "m.py")
     ok(coord(repo, "accept", "A"))
     assert head(repo, "m.py") == new.encode()
+
+
+def test_a_neighbour_s_commit_never_grows_a_range_by_lines_git_slid_into_it(
+        make_repo, coord, worker):
+    """Was: A appended a helper after its function, B (the blank lines and `def b`) put a
+    comment above its own; after `coord accept A`, git printed A's helper inside B's blank
+    run, B's range grew by it when ranges were re-mapped, and B's accept was refused as a
+    stale report. A commit's lines are mapped where they can lie outside another range."""
+    repo = make_repo({"m.py": C_BASE})
+    sa = begin(coord, worker, repo, "A", "m.py:1-2")
+    sb = begin(coord, worker, repo, "B", "m.py:3-7")
+    new = C_BASE.replace("return 1\n", "return 1\n\n\ndef h():\n    return 0\n")
+    new = new.replace("def b", "# a note\ndef b")
+    write(repo, "m.py", new)
+    wrote(repo, sa, "m.py", ["\n", "\n", "def h():\n", "    return 0\n"])
+    wrote(repo, sb, "m.py", ["# a note\n"])
+    ok(worker(repo, "done", "A"))
+    ok(worker(repo, "done", "B"))
+    ok(coord(repo, "accept", "A"))
+    assert head(repo, "m.py") == C_BASE.replace("return 1\n",
+                                                "return 1\n\n\ndef h():\n    return 0\n").encode()
+    ok(coord(repo, "accept", "B"))
+    assert head(repo, "m.py") == new.encode()

@@ -268,7 +268,7 @@ def differ(tmp_path_factory: pytest.TempPathFactory) -> Differ:
 @pytest.mark.parametrize("chunk", range(CHUNKS))
 def test_no_accept_commits_a_byte_of_another_task(chunk: int, differ: Differ) -> None:
     """Without provenance: exact commits; a refusal only where a worker could not say
-    (32% of the accepts land over all 520 seeds: what lies between two tasks' functions,
+    (42% of the accepts land over all 520 seeds: what lies between two tasks' functions,
     and every blank line of a run a boundary splits, is asked about, and a block holding
     lines of both has no true answer)."""
     landed = refused = 0
@@ -282,11 +282,11 @@ def test_no_accept_commits_a_byte_of_another_task(chunk: int, differ: Differ) ->
 @pytest.mark.parametrize("chunk", range(CHUNKS))
 def test_with_provenance_no_accept_commits_a_byte_of_another_task(chunk: int,
                                                                  differ: Differ) -> None:
-    """With the hooks' record of each task's writes and removals: exact commits; what is
-    still refused is refused as ambiguous (the assertion inside run_scenario), and nearly
-    every accept lands (96% over all 520 seeds)."""
+    """With the hooks' record of each task's writes and removals: exact commits, and every
+    accept lands (none refused over all 520 seeds: 1,715 accepts; a neighbour's commit
+    before a task's never makes its report stale, its lines mapped outside the range)."""
     landed = refused = 0
     for seed in SEEDS[chunk::CHUNKS]:
         got, no, _asked = run_scenario(seed, differ, provenance=True)
         landed, refused = landed + got, refused + len(no)
-    assert landed >= 0.9 * (landed + refused), (landed, refused)
+    assert refused == 0, (landed, refused)

@@ -437,12 +437,35 @@ def map_point_span(start: int, end: int, hunks: Sequence[Hunk]) -> tuple[int, in
     return s, max(s, map_point(end, hunks, joining=True))
 
 
-def map_grant(g: Grant, hunks: Sequence[Hunk]) -> None:
-    """Re-map a line grant (a range or a point) through -U0 hunks old -> new, in place."""
+def map_grant(g: Grant, hunks: Sequence[Hunk],
+              places: Sequence[Sequence[Hunk]] | None = None) -> None:
+    """Re-map a line grant (a range or a point) through -U0 hunks old -> new, in place.
+
+    `places`: each hunk's placements (slide.placements). A commit's insertion that can lie
+    outside a range is taken there: git may print it inside another task's range, through
+    a run of identical lines at the edge (a helper appended after one function, slid into
+    the blank lines that open the next), and the range would grow by lines not its own."""
+    if places is not None and g.kind == "range":
+        hunks = [_outside(g.start, g.end, h, ps) for h, ps in zip(hunks, places, strict=True)]
     if g.kind == "point":
         g.start, g.end = map_point_span(g.start, g.end, hunks)
     elif g.kind == "range":
         g.start, g.end = map_range(g.start, g.end, hunks)
+
+
+def _outside(start: int, end: int, h: Hunk, places: Sequence[Hunk]) -> Hunk:
+    """The placement of a hunk that lies before or after the range [start, end], where the
+    hunk as printed reaches into it and another placement does not (an insertion, or a
+    deletion of a line one of a run of equal lines: a blank line a neighbour dropped, git
+    may print as the range's own first); else the hunk as printed."""
+    def outside(p: Hunk) -> bool:
+        if not p.old_lines:
+            return p.old_start <= start - 1 or p.old_start >= end
+        return p.old_start + p.old_lines - 1 < start or p.old_start > end
+
+    if outside(h):
+        return h
+    return next((p for p in places if p.old_lines == h.old_lines and outside(p)), h)
 
 def map_range(start: int, end: int, hunks: Sequence[Hunk], owned: Sequence[bool] | None = None) -> tuple[int, int]:
     """Map the 1-based inclusive range [start, end] through -U0 hunks old -> new.

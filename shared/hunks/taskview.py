@@ -442,6 +442,13 @@ def sync_ranges(repo: Path, state: State) -> bool:
     except GitError:
         return True
     by_path = {c.path: c for c in changes}
+    # Each changed file's hunks with their placements (its old text read once).
+    from hunkwise.shared.hunks.slide import placements
+
+    olds = git.cat_blobs(repo, [c.old_oid for c in changes if c.status != "D" and c.hunks
+                                and c.old_oid and set(c.old_oid) != {"0"}])
+    places = {c.path: placements(diff.split_lines(olds[c.old_oid]), c.hunks)
+              for c in changes if c.old_oid in olds}
     for t in state.tasks.values():
         if not t.active:
             continue
@@ -451,7 +458,7 @@ def sync_ranges(repo: Path, state: State) -> bool:
             ch = by_path[g.path]
             if ch.status == "D":
                 continue
-            map_grant(g, ch.hunks)  # a range, or an insertion point
+            map_grant(g, ch.hunks, places.get(g.path))  # a range, or an insertion point
     return True
 
 
