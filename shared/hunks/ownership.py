@@ -453,19 +453,26 @@ def map_grant(g: Grant, hunks: Sequence[Hunk],
         g.start, g.end = map_range(g.start, g.end, hunks)
 
 
+def _lies_outside(start: int, end: int, p: Hunk) -> bool:
+    if not p.old_lines:
+        return p.old_start <= start - 1 or p.old_start >= end
+    return p.old_start + p.old_lines - 1 < start or p.old_start > end
+
+
+def reaches_into(g: Grant, hunks: Sequence[Hunk]) -> bool:
+    """Does a hunk as printed reach into the range g (so its placements matter)?"""
+    return g.kind == "range" and any(not _lies_outside(g.start, g.end, h) for h in hunks)
+
+
 def _outside(start: int, end: int, h: Hunk, places: Sequence[Hunk]) -> Hunk:
     """The placement of a hunk that lies before or after the range [start, end], where the
     hunk as printed reaches into it and another placement does not (an insertion, or a
     deletion of a line one of a run of equal lines: a blank line a neighbour dropped, git
     may print as the range's own first); else the hunk as printed."""
-    def outside(p: Hunk) -> bool:
-        if not p.old_lines:
-            return p.old_start <= start - 1 or p.old_start >= end
-        return p.old_start + p.old_lines - 1 < start or p.old_start > end
-
-    if outside(h):
+    if _lies_outside(start, end, h):
         return h
-    return next((p for p in places if p.old_lines == h.old_lines and outside(p)), h)
+    return next((p for p in places if p.old_lines == h.old_lines and
+                 _lies_outside(start, end, p)), h)
 
 def map_range(start: int, end: int, hunks: Sequence[Hunk], owned: Sequence[bool] | None = None) -> tuple[int, int]:
     """Map the 1-based inclusive range [start, end] through -U0 hunks old -> new.

@@ -17,13 +17,14 @@ from typing import TYPE_CHECKING
 from hunkwise.shared import git
 from hunkwise.shared.errors import GitError
 from hunkwise.shared.hunks import diff, snapshot
-from hunkwise.shared.hunks.diff import FileChange
+from hunkwise.shared.hunks.diff import FileChange, Hunk
 from hunkwise.shared.hunks.ownership import (
     Ambiguous,
     Attribution,
     attribute,
     map_grant,
     merged_ranges,
+    reaches_into,
 )
 from hunkwise.shared.state.models import (
     DISCLAIMED,
@@ -442,13 +443,18 @@ def sync_ranges(repo: Path, state: State) -> bool:
     except GitError:
         return True
     by_path = {c.path: c for c in changes}
-    # Each changed file's hunks with their placements (its old text read once).
-    from hunkwise.shared.hunks.slide import placements
+    # Where a commit's hunk reaches into a range as git printed it, its placements are
+    # read (the file's old text, once) so that it is mapped where it can lie outside.
+    needed = {g.path for t in state.tasks.values() if t.active for g in t.grants
+              if g.path in by_path and by_path[g.path].status != "D"
+              and reaches_into(g, by_path[g.path].hunks)}
+    places: dict[str, list[list[Hunk]]] = {}
+    if needed:
+        from hunkwise.shared.hunks.slide import placements
 
-    olds = git.cat_blobs(repo, [c.old_oid for c in changes if c.status != "D" and c.hunks
-                                and c.old_oid and set(c.old_oid) != {"0"}])
-    places = {c.path: placements(diff.split_lines(olds[c.old_oid]), c.hunks)
-              for c in changes if c.old_oid in olds}
+        olds = git.cat_blobs(repo, [by_path[p].old_oid for p in sorted(needed)])
+        places = {p: placements(diff.split_lines(olds[by_path[p].old_oid]), by_path[p].hunks)
+                  for p in needed if by_path[p].old_oid in olds}
     for t in state.tasks.values():
         if not t.active:
             continue
