@@ -10,22 +10,15 @@ import os
 from hunkwise.coordinator import codescan
 from hunkwise.coordinator.filters import awk, sed
 from hunkwise.coordinator.gitallow import DIRECT, Blocked
-from hunkwise.coordinator.programs import (
-    READ_TREE,
-    Scope,
-    _block,
-    env_danger,
-    is_assignment,
-    judge_argv,
-    shown,
-)
+from hunkwise.coordinator.programs import env_danger, is_assignment, judge_argv
 from hunkwise.coordinator.runners import _script_arg, follow_code, wrapper
+from hunkwise.coordinator.scope import READ_TREE, Scope, _block, shown
 from hunkwise.coordinator.shell import LazyRe, Simple, Word
 from hunkwise.coordinator.wrappers import SUB_WRAPPERS, S
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from hunkwise.coordinator.programs import Judge
+    from hunkwise.coordinator.scope import Judge
 
 # Arguments are data: the word git among them is no reason to block. (Programs that
 # write files are judged in shellwrites.py; `sort -o`, `rg --pre` below.)
@@ -165,7 +158,7 @@ def _find(words: list[Word], scope: Scope, cmd: Simple, appended: bool) -> Block
         starts.append(w)
     names_only = _removes_by_safe_names(words)
     if any(w.text == "-delete" for w in words) and not names_only:
-        from hunkwise.coordinator.programs import Write
+        from hunkwise.coordinator.scope import Write
 
         if any(w.dynamic for w in starts):
             return _block(words, "`find -delete` from a folder built from expansions: it "
@@ -402,7 +395,7 @@ def _sub_wrapper(words: list[Word], scope: Scope, cmd: Simple, appended: bool) -
 
 
 def _coord(words: list[Word], scope: Scope, cmd: Simple, appended: bool) -> Blocked | None:
-    from hunkwise.coordinator.guard import coord_refusal
+    from hunkwise.coordinator.coordallow import coord_refusal
 
     if any(w.dynamic for w in words[1:3]):
         return _block(words, "a `coord` command built from expansions cannot be checked",

@@ -79,7 +79,7 @@ class CoordGroup(WorkflowGroup):
         if cmd is not None and cmd.callback is not None and (
                 os.environ.get("COORD_SESSION") or os.environ.get("CLAUDE_CODE_SESSION_ID")
                 or os.environ.get("CODEX_THREAD_ID")):
-            from hunkwise.coordinator.guard import coord_refusal
+            from hunkwise.coordinator.coordallow import coord_refusal
 
             why = coord_refusal([name or "", *rest])
             if why is not None:

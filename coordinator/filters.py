@@ -4,8 +4,8 @@ pipes, sed's `e`) and to write files (`print > "f"`, `w f`, in-place editing).""
 from __future__ import annotations
 
 from hunkwise.coordinator.gitallow import DIRECT, Blocked
-from hunkwise.coordinator.programs import Scope, _block
 from hunkwise.coordinator.runners import _script_arg
+from hunkwise.coordinator.scope import Scope, _block
 from hunkwise.coordinator.shell import LazyRe, Simple, Word
 
 _AWK_RUNS = LazyRe(r"\bsystem\s*\(|\|\s*&?\s*getline|\|&|\b(print|printf)\b[^;{}\n]*"

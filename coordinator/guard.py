@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 
+from hunkwise.coordinator.coordallow import COORD_READS, coord_refusal  # noqa: F401
 from hunkwise.coordinator.gitallow import Blocked
 from hunkwise.shared import fastjson
 
@@ -29,7 +30,7 @@ if TYPE_CHECKING:  # (no `typing`, `re` or `json` at run time: a hook call pays 
     from collections.abc import Mapping, Sequence
     from typing import Any
 
-    from hunkwise.coordinator.programs import Scope, Write
+    from hunkwise.coordinator.scope import Scope, Write
     from hunkwise.shared.state.models import Grant
 
 # ---- judging a command line -------------------------------------------------------------
@@ -39,30 +40,13 @@ def check_command(command: str, env: Mapping[str, str] | None = None,
                   cwd: str | None = None, scope: Scope | None = None) -> Blocked | None:
     """Why a worker may not run this shell command line, or None when it may. The files it
     names as write targets are left in `scope.writes`."""
-    from hunkwise.coordinator.programs import Scope, check_line
+    from hunkwise.coordinator import judges  # noqa: F401 - the table of programs, filled
+    from hunkwise.coordinator.programs import check_line
+    from hunkwise.coordinator.scope import Scope
 
     if scope is None:
         scope = Scope(env=os.environ if env is None else env, cwd=cwd)
     return check_line(command, scope)
-
-
-# `coord` commands a worker may run: they only read. `next` moves reports, `review` records
-# a verdict, `status --send` notifies, `signals --ack` closes signals, `index --output`
-# writes a file: the coordinator's.
-COORD_READS = {"status", "inbox", "diff", "index", "signals", "decisions", "guard"}
-_COORD_WRITING_OPTIONS = {"status": ("--send",), "signals": ("--ack",), "index": ("--output",)}
-
-
-def coord_refusal(args: Sequence[str]) -> str | None:
-    """Why a worker may not run `coord ARGS`, or None: the reading commands pass."""
-    sub = next((a for a in args if not a.startswith("-")), "")
-    if not sub or any(a in ("-h", "--help", "--version") for a in args):
-        return None
-    opts = _COORD_WRITING_OPTIONS.get(sub, ())
-    if sub in COORD_READS and not any(a.split("=", 1)[0] in opts for a in args):
-        return None
-    return (f"coord {sub} is the coordinator's: a worker may run only the reading coord "
-            f"commands ({', '.join(sorted(COORD_READS - {'guard'}))})")
 
 
 # ---- writes against grants --------------------------------------------------------------
@@ -250,7 +234,7 @@ def guard(stdin_text: str, env: Mapping[str, str] | None = None,
         return 0, ""
     if not isinstance(ti, dict):
         return _refuse(f"a {tool} call whose tool_input is not an object")
-    from hunkwise.coordinator.programs import Scope, Write
+    from hunkwise.coordinator.scope import Scope, Write
 
     cwd = data.get("cwd") if isinstance(data.get("cwd"), str) and data["cwd"] else os.getcwd()
     scope = Scope(env=env, cwd=cwd, held=lambda: _tasks_held(data, env))

@@ -25,79 +25,21 @@ from __future__ import annotations
 
 import os
 
-from hunkwise.coordinator import codescan
+from hunkwise.coordinator import codescan, shellwrites
+from hunkwise.coordinator import scope as table
 from hunkwise.coordinator.gitallow import DIRECT, PAGERS, Blocked, check_git
-from hunkwise.coordinator.shell import (
-    LazyRe,
-    Record,
-    Simple,
-    Unparsable,
-    Word,
-    lex,
-    simple_commands,
+from hunkwise.coordinator.scope import (
+    READ_TREE,
+    SHOWN,
+    Scope,
+    _block,
+    git_named,
+    is_git_binary,
+    our_scripts,
+    read_script,
+    resolve,
 )
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:  # (no `typing`, `re` or `shutil` at run time: a hook call pays for each)
-    from collections.abc import Callable, Mapping
-
-
-class Write(Record):
-    """A file (or a tree) a command line writes."""
-
-    __slots__ = ("path", "what", "tree", "formatter", "judged")
-
-    def __init__(self, path: str, what: str, tree: bool = False, formatter: str = "",
-                 judged: bool = True) -> None:
-        self.path = path  # as the command names it, joined to the directory it runs in
-        self.what = what  # the command, as shown to the agent
-        self.tree = tree  # a directory: every file under it
-        self.formatter = formatter  # the formatter that rewrites it, if one does
-        self.judged = judged  # False: some files under it, unknown which (protection only)
-
-
-class Scope(Record):
-    """What judging one command line knows: the environment, where it runs, what it writes."""
-
-    __slots__ = ("env", "cwd", "depth", "names_git", "writes", "refused", "made", "held")
-
-    def __init__(self, env: Mapping[str, str], cwd: str | None, depth: int = 0,
-                 names_git: bool = False, writes: list[Write] | None = None,
-                 refused: Blocked | None = None, made: set[str] | None = None,
-                 held: Callable[[], list[str] | None] | None = None) -> None:
-        self.env = env
-        self.cwd = cwd
-        self.depth = depth
-        self.names_git = names_git  # the whole line names git somewhere (after normalising)
-        self.writes: list[Write] = [] if writes is None else writes
-        self.refused = refused  # a write the line makes that is refused outright
-        self.made: set[str] = set() if made is None else made  # paths it writes, normalised
-        # The task ids the worker making the call holds (read from the state only when a
-        # `worker` command asks), or None where that is not known.
-        self.held = held
-
-    def child(self) -> Scope:
-        # One level deeper; the lists are shared.
-        return Scope(self.env, self.cwd, self.depth + 1, self.names_git, self.writes,
-                     self.refused, self.made, self.held)
-
-    def where(self, path: str) -> str:
-        joined = path if os.path.isabs(path) or self.cwd is None else os.path.join(self.cwd, path)
-        return os.path.normpath(joined)
-
-
-if TYPE_CHECKING:
-    Judge = Callable[[list[Word], Scope, Simple, bool], Blocked | None]
-SHOWN = 120
-
-
-def shown(words: list[Word]) -> str:
-    return " ".join(w.text for w in words)[:SHOWN]
-
-
-def _block(words: list[Word], why: str, instead: str = DIRECT) -> Blocked:
-    return Blocked(shown(words), why, instead)
-
+from hunkwise.coordinator.shell import LazyRe, Simple, Unparsable, Word, lex, simple_commands
 
 # ---- the line -----------------------------------------------------------------------------
 
@@ -107,7 +49,6 @@ _NO_COMMAND = {"for", "case", "select", "in", "esac", "fi", "done"}
 _ASSIGN = LazyRe(r"^[A-Za-z_][A-Za-z0-9_]*(\[[^]]*\])?\+?=")
 _SUBSCRIPT = LazyRe(r"\[.*$")
 _SEPARATORS = LazyRe(r"[\s;&|]")
-READ_TREE = ("run the commands directly, each on its own, so the guard can read them")
 
 
 def check_line(command: str, scope: Scope, opaque_fallback: bool = False) -> Blocked | None:
@@ -155,8 +96,6 @@ def is_assignment(w: Word) -> bool:
 
 
 def judge_simple(cmd: Simple, scope: Scope) -> Blocked | None:
-    from hunkwise.coordinator import shellwrites
-
     words = list(cmd.words)
     shellwrites.redirections(cmd, scope)
     while words and not words[0].quoted and words[0].text in _KEYWORDS:
@@ -238,121 +177,6 @@ def env_danger(word: Word, scope: Scope, words: list[Word]) -> Blocked | None:
 
 # ---- resolving the program ----------------------------------------------------------------
 
-_SHELL_NAMES = {"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox"}
-_SYSTEM_DIRS = ("/usr/", "/bin/", "/sbin/", "/lib", "/etc/", "/snap/", "/nix/store/")
-_GIT_BINARIES: list[tuple[str, int]] = []
-BUILTINS = {"cd", "echo", "printf", "read", "test", "[", "true", "false", "pwd", "export",
-            "declare", "typeset", "local", "readonly", "unset", "set", "shift", "exit",
-            "return", "wait", "kill", "jobs", "fg", "bg", "umask", "ulimit", "getopts",
-            "break", "continue", ":", "type", "hash", "alias", "unalias", "trap", "eval",
-            "source", ".", "exec", "command", "builtin", "enable", "mapfile", "readarray",
-            "shopt", "pushd", "popd", "dirs", "let", "history", "help", "logout", "times",
-            "caller", "disown", "suspend", "compgen", "complete", "compopt", "bind", "fc"}
-
-
-def _git_binaries() -> list[tuple[str, int]]:
-    if not _GIT_BINARIES:
-        for p in (which("git", os.environ.get("PATH", os.defpath)), "/usr/bin/git",
-                  "/usr/lib/git-core/git"):
-            if p and os.path.exists(p):
-                real = os.path.realpath(p)
-                if all(real != r for r, _s in _GIT_BINARIES):
-                    _GIT_BINARIES.append((real, os.path.getsize(real)))
-    return _GIT_BINARIES
-
-
-_OURS: list[str] = []
-
-
-def our_scripts() -> list[str]:
-    """The real paths of this installation's own `coord` and `worker` (beside the
-    interpreter the hook runs): judged by what they are asked, not read as scripts."""
-    if not _OURS:
-        import sys
-
-        here = os.path.dirname(sys.executable)
-        _OURS.extend(os.path.realpath(os.path.join(here, n)) for n in ("coord", "worker"))
-    return _OURS
-
-
-def is_git_binary(real: str) -> bool:
-    """The git program itself: by name, by link, or a byte-for-byte copy."""
-    base = os.path.basename(real)
-    if base == "git" or base.startswith("git-") or base == "scalar":
-        return True
-    try:
-        size = os.path.getsize(real)
-    except OSError:
-        return False
-    for git_real, git_size in _git_binaries():
-        if real == git_real:
-            return True
-        if size == git_size:
-            import filecmp
-
-            if filecmp.cmp(real, git_real, shallow=False):
-                return True
-    return False
-
-
-def git_named(text: str) -> bool:
-    base = text.rsplit("/", 1)[-1]
-    return base == "git" or base.startswith("git-") or base == "scalar"
-
-
-def which(name: str, path: str) -> str | None:
-    """`shutil.which(name, path=path)` for a bare name (shutil costs a hook call its import):
-    the first executable file of that name in the folders of `path`."""
-    if not path:
-        return None
-    seen = set()
-    for d in path.split(os.pathsep):
-        if d in seen:
-            continue
-        seen.add(d)
-        p = os.path.join(d, name)
-        if os.path.exists(p) and os.access(p, os.X_OK) and not os.path.isdir(p):
-            return p
-    return None
-
-
-def resolve(name: str, scope: Scope) -> str | None:
-    """The real path of the file this command name runs, when it can be found."""
-    if "/" in name:
-        path = scope.where(name)
-        if not os.path.isabs(path):
-            return None
-    elif name in BUILTINS:
-        return None
-    else:
-        path = which(name, scope.env.get("PATH", os.defpath)) or ""
-        if not path:
-            return None
-    return os.path.realpath(path) if os.path.exists(path) else None
-
-
-def read_script(real: str) -> tuple[str, str] | None:
-    """(language, text) of a script outside the system's directories: "shell" or "other"."""
-    if real.startswith(_SYSTEM_DIRS) or not os.path.isfile(real):
-        return None
-    try:
-        with open(real, "rb") as f:
-            data = f.read(256 * 1024)
-    except OSError:
-        return None
-    if b"\0" in data[:4096]:
-        return None  # a binary (its copy of git was checked above)
-    text = data.decode("utf-8", "replace")
-    first = text.split("\n", 1)[0]
-    if first.startswith("#!"):
-        interp = first[2:].strip().split()
-        prog = interp[0].rsplit("/", 1)[-1] if interp else ""
-        if prog == "env" and len(interp) > 1:
-            prog = interp[-1].rsplit("/", 1)[-1]
-        return ("shell" if prog in _SHELL_NAMES else "other"), text
-    return "shell", text  # a text file without #! runs under sh
-
-
 def follow_script(real: str, words: list[Word], scope: Scope) -> Blocked | None:
     found = read_script(real)
     if found is None:
@@ -407,12 +231,10 @@ def judge_argv(words: list[Word], scope: Scope, cmd: Simple, appended: bool) -> 
         return _block(words, f"`{name}` is a program this command line writes, which the guard "
                       "cannot read before it runs", "write it in one call and run it in "
                       "another, so the guard can read it")
-    from hunkwise.coordinator import runners
-
-    handler = runners.HANDLERS.get(base) or runners.handler_for(base)
+    handler = table.handler_for(base)
     if handler is not None:
         return handler(words, scope, cmd, appended)
-    if base in runners.DATA:
+    if base in table.DATA:
         return None
     return unknown(words, scope, cmd)
 
@@ -421,14 +243,12 @@ def unknown(words: list[Word], scope: Scope, cmd: Simple,
             who: str = "") -> Blocked | None:
     """A program the guard does not know (or a wrapper given an option it does not know):
     it may run its arguments as a command."""
-    from hunkwise.coordinator import runners
-
     who = who or f"`{words[0].text}` is not a program the guard knows"
 
     for i in range(1, len(words)):
         w = words[i]
         base = w.text.rsplit("/", 1)[-1]
-        if git_named(w.text) or base in runners.RUNNERS:
+        if git_named(w.text) or base in table.RUNNERS:
             inner = judge_argv(words[i:], scope, cmd, False)
             if inner is not None:
                 return _block(words, f"{who}, and it could run `{inner.what}` ({inner.why})",

@@ -6,21 +6,14 @@ from __future__ import annotations
 
 from hunkwise.coordinator import codescan
 from hunkwise.coordinator.gitallow import DIRECT, Blocked
-from hunkwise.coordinator.programs import (
-    READ_TREE,
-    Scope,
-    _block,
-    check_line,
-    env_danger,
-    judge_argv,
-    shown,
-)
+from hunkwise.coordinator.programs import check_line, env_danger, judge_argv
+from hunkwise.coordinator.scope import READ_TREE, Scope, _block
 from hunkwise.coordinator.shell import LazyRe, Record, Simple, Word
-from hunkwise.coordinator.wrappers import WRAPPERS, S, Spec, _parse
+from hunkwise.coordinator.wrappers import S, Spec, _parse
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from hunkwise.coordinator.programs import Judge
+    from hunkwise.coordinator.scope import Judge
 
 
 def wrapper(spec: Spec, start: int = 1) -> Judge:
@@ -171,7 +164,7 @@ def _script_arg(w: Word, words: list[Word], scope: Scope, cmd: Simple, name: str
         if re.search(r"/bin/activate(\.sh)?$", real) and os.path.isfile(
                 os.path.join(os.path.dirname(os.path.dirname(real)), "pyvenv.cfg")):
             return None  # a virtualenv's activate script: sets PATH and a prompt
-        from hunkwise.coordinator.programs import read_script
+        from hunkwise.coordinator.scope import read_script
 
         found = read_script(real) if not real.startswith("/usr/") else None
         if found is None or not codescan.may_reach_git(found[1]):
@@ -179,7 +172,7 @@ def _script_arg(w: Word, words: list[Word], scope: Scope, cmd: Simple, name: str
         inner = check_line(found[1], scope.child(), opaque_fallback=True)
         return None if inner is None else _block(
             words, f"the script {w.text} runs `{inner.what}`: {inner.why}", inner.instead)
-    from hunkwise.coordinator.programs import our_scripts
+    from hunkwise.coordinator.scope import our_scripts
 
     if real in our_scripts():  # `python3 .venv/bin/coord thaw` is `coord thaw`
         k = next(i for i, x in enumerate(words) if x is w)
@@ -432,18 +425,6 @@ def _opaque(words: list[Word], code: list[Word], name: str) -> Blocked | None:
                                            "itself only read-only and directly")
 
 
-from hunkwise.coordinator.builtins import DATA, HANDLERS_MORE, RUNNERS_MORE  # noqa: E402
-
-HANDLERS: dict[str, Judge] = {name: wrapper(spec) for name, spec in WRAPPERS.items()}
-HANDLERS.update({name: shell for name in SHELLS})
-HANDLERS.update(HANDLERS_MORE)
-RUNNERS = set(HANDLERS) | set(LANGS) | RUNNERS_MORE
-
-
-def handler_for(base: str) -> Judge | None:
-    if lang_of(base) is not None:
-        return interpreter
-    return None
-
-
-__all__ = ["DATA", "HANDLERS", "RUNNERS", "handler_for", "shown"]
+def interpreter_for(base: str) -> Judge | None:
+    """The judge of an interpreter known by its stem (python3.12, perl5.36)."""
+    return interpreter if lang_of(base) is not None else None

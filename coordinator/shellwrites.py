@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 
 from hunkwise.coordinator.gitallow import DIRECT, Blocked
-from hunkwise.coordinator.programs import Scope, Write, _block, is_git_binary, shown
+from hunkwise.coordinator.scope import Scope, Write, _block, is_git_binary, shown
 from hunkwise.coordinator.shell import Simple, Word
 
 _NOT_FILES = {"-", "/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"}
@@ -109,7 +109,7 @@ def _into(dest: Word, sources: list[Word], scope: Scope, many: bool) -> list[Wor
 
 def _copies_git(sources: list[Word], scope: Scope, words: list[Word]) -> Blocked | None:
     from hunkwise.coordinator import codescan
-    from hunkwise.coordinator.programs import git_named
+    from hunkwise.coordinator.scope import git_named
 
     for s in sources:
         real = os.path.realpath(scope.where(s.text)) if not s.dynamic else ""
