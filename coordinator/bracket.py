@@ -140,9 +140,11 @@ def call_id(data: Mapping[str, Any]) -> str | None:
 
 
 def open_call(root: str, data: Mapping[str, Any], who: str, paths: list[str] | None,
-              before: dict[str, Any] | None = None) -> None:
+              before: dict[str, Any] | None = None,
+              settings: dict[str, str] | None = None) -> None:
     """Record that a tool call of `who` starts (paths: the files it writes; None: a shell
-    call, which may write any file). `before` is a shell call's before-record."""
+    call, which may write any file). `before` is a shell call's before-record, `settings`
+    the agents' hook settings as they were (settings_before)."""
     cid = call_id(data)
     if cid is None:
         return
@@ -151,6 +153,9 @@ def open_call(root: str, data: Mapping[str, Any], who: str, paths: list[str] | N
     if before is not None:  # apart: others' overlap checks read only the small records
         _write(os.path.join(d, f".before-{cid}.{os.getpid()}.tmp"),
                os.path.join(d, f"before-{cid}.json"), before)
+    if settings:
+        _write(os.path.join(d, f".settings-{cid}.{os.getpid()}.tmp"),
+               os.path.join(d, f"settings-{cid}.json"), settings)
     rec = {"who": who, "start": time.time(), "paths": paths}
     _write(os.path.join(d, f".open-{cid}.{os.getpid()}.tmp"), os.path.join(d, f"open-{cid}.json"),
            rec)
@@ -227,6 +232,12 @@ def close_call(root: str, data: Mapping[str, Any]) -> dict[str, Any] | None:
         os.unlink(before)
     except (OSError, ValueError):
         rec["before"] = None
+    settings = os.path.join(d, f"settings-{cid}.json")
+    try:
+        rec["settings"] = _read(settings)
+        os.unlink(settings)
+    except (OSError, ValueError):
+        rec["settings"] = None
     try:
         os.unlink(opened)
     except OSError:
@@ -368,6 +379,55 @@ def _keep(repo: StrPath, session: str, rec: Mapping[str, Any], ref: str | None =
     return tree
 
 
+# ---- the agents' hook settings --------------------------------------------------------------
+
+# The files that keep the guard on. Ignored by git (install-hooks excludes them), so the
+# tree's record never holds them: a shell call that removes or rewrites one (code the guard
+# cannot read, a `git clean -x` through another name) is seen here, and put back.
+AGENT_SETTINGS = (".claude/settings.local.json", ".codex/hooks.json")
+_OUR_HOOK = "hunkwise.coordinator.hook"
+
+
+def settings_before(repo: StrPath) -> dict[str, str]:
+    """{path: text} of the agents' hook settings that hold hunkwise's hooks now."""
+    out: dict[str, str] = {}
+    for rel in AGENT_SETTINGS:
+        try:
+            with open(os.path.join(repo, rel), encoding="utf-8") as f:
+                text = f.read(1 << 20)
+        except (OSError, UnicodeDecodeError):
+            continue
+        if _OUR_HOOK in text:
+            out[rel] = text
+    return out
+
+
+def put_back_settings(repo: StrPath, kept: Any) -> list[str]:
+    """Write back the hook settings a call removed or changed; the paths written."""
+    if not isinstance(kept, dict):
+        return []
+    done = []
+    for rel, text in sorted(kept.items()):
+        if rel not in AGENT_SETTINGS or not isinstance(text, str):
+            continue
+        full = os.path.join(repo, rel)
+        try:
+            with open(full, encoding="utf-8") as f:
+                if f.read(1 << 20) == text:
+                    continue
+        except (OSError, UnicodeDecodeError):
+            pass
+        if os.path.islink(full) or (os.path.exists(full) and not os.path.isfile(full)):
+            continue  # not a file of ours any more: say so, but write nothing there
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        tmp = f"{full}.hunkwise-{os.getpid()}.tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, full)
+        done.append(rel)
+    return done
+
+
 # ---- after a shell call -------------------------------------------------------------------
 
 class Change:
@@ -386,9 +446,13 @@ class Outcome:
         self.failed: list[str] = []  # could not be put back
         self.changed: list[Change] = []
         self.kept = ""  # the tree holding what the call wrote into the files put back
+        self.settings: list[str] = []  # agents' hook settings put back
 
     def message(self) -> str:
         out = []
+        if self.settings:
+            out.append("hunkwise: this command removed or changed the agents' hook settings, "
+                       f"which keep the guard on; put back: {', '.join(self.settings)}")
         if self.put_back:
             out.append("hunkwise: this command wrote outside your grants; put back as they "
                        f"were before it: {', '.join(self.put_back[:10])}")

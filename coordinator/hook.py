@@ -214,15 +214,18 @@ def pre(text: str, env: Mapping[str, str], parsed: Any = _UNSET) -> Result:
 
     ti = _tool_input(data)
     before = None
+    settings: dict[str, str] | None = None
     paths: list[str] | None
     if tool in SHELLS and not session and _leaves_the_tree(ti.get("command")):
         paths = []  # the coordinator's `coord watch`: a call that overlaps nobody's
     elif tool in SHELLS:
         paths = None
         if session:
+            settings = bracket.settings_before(top)
             try:
                 before = bracket.before(top, root, session)
             except Exception as e:  # the call runs unbracketed rather than not at all
+                bracket.open_call(root, data, _who(data, session), paths, None, settings)
                 return 0, "", f"hunkwise: the tree could not be recorded before this call ({e})"
     else:
         paths = [r for r in (_rel(top, p, data) for p in _written_paths(tool, ti)) if r]
@@ -231,7 +234,7 @@ def pre(text: str, env: Mapping[str, str], parsed: Any = _UNSET) -> Result:
             # A Write replaces the whole file: what it changed is known only against what
             # was there, kept until its after-hook.
             bracket.keep_prior(root, data, os.path.join(_cwd(data, top), target))
-    bracket.open_call(root, data, _who(data, session), paths, before)
+    bracket.open_call(root, data, _who(data, session), paths, before, settings)
     return 0, "", ""
 
 
@@ -272,8 +275,11 @@ def post(text: str, env: Mapping[str, str], parsed: Any = _UNSET) -> Result:
         return 0, "", ""
     # (A shell call's writes, an apply_patch run from it included, are noted by the
     # check after it, once: bracket.after.)
-    if tool not in SHELLS or rec is None or not isinstance(rec.get("before"), dict):
+    if tool not in SHELLS or rec is None:
         return 0, "", ""
+    restored = bracket.put_back_settings(top, rec.get("settings"))
+    if not isinstance(rec.get("before"), dict):
+        return _told(data, bracket.Outcome(), restored)
     held: list[list[Any]] = []  # the grants, read from the state only once a file changed
 
     def covered(path: str) -> bool:
@@ -288,6 +294,12 @@ def post(text: str, env: Mapping[str, str], parsed: Any = _UNSET) -> Result:
                             float(rec["end"]), covered)
     except Exception as e:
         return 0, "", f"hunkwise: the tree could not be checked after this call ({e})"
+    return _told(data, res, restored)
+
+
+def _told(data: Mapping[str, Any], res: Any, restored: list[str]) -> Result:
+    """What the check after a shell call tells the agent (nothing when all is well)."""
+    res.settings = restored
     message = res.message()
     if not message:
         return 0, "", ""

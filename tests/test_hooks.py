@@ -664,3 +664,23 @@ def test_a_write_that_puts_size_and_time_back_is_still_seen(
     subprocess.run(script, shell=True, cwd=repo, check=True)
     hook.run("post", payload("PostToolUse", repo, "Bash", {"command": "./x"}, use="u2"), e)
     assert (repo / "b.txt").read_bytes() == theirs
+
+
+def test_the_hook_settings_a_shell_call_removes_are_put_back(
+        make_repo: MakeRepo, coord: Cli, worker: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Was: code the guard could not read (or `git clean -x` under another name) removed
+    .claude/settings.local.json, which git ignores: the check after the call never saw it,
+    and the guard was off for good."""
+    repo, _sa, _sb = two_tasks(make_repo, coord, worker, monkeypatch)
+    ok(coord(repo, "install-hooks", "--agent", "claude", "--agent", "codex"))
+    settings = repo / ".claude" / "settings.local.json"
+    codex = repo / ".codex" / "hooks.json"
+    kept = settings.read_bytes(), codex.read_bytes()
+    e = env_of()
+    body = {"command": "./cleanup"}
+    assert hook.run("pre", payload("PreToolUse", repo, "Bash", body, use="u-s"), e)[0] == 0
+    settings.unlink()  # what the call did, past the guard
+    codex.write_text("{}\n")
+    code, out, _err = hook.run("post", payload("PostToolUse", repo, "Bash", body, use="u-s"), e)
+    assert code == 0 and "hook settings" in json.loads(out)["systemMessage"]
+    assert (settings.read_bytes(), codex.read_bytes()) == kept
