@@ -258,6 +258,11 @@ def guard(stdin_text: str, env: Mapping[str, str] | None = None,
         if not isinstance(path, str) or not path or "\0" in path:
             return _refuse(f"a {tool} call without a {key} string")
         scope.writes.append(Write(scope.where(path), f"{tool} {path}"))
+        other = ti.get("notebook_path") if key == "file_path" else None
+        if other is not None:  # both given: whichever the tool writes, each is judged
+            if not isinstance(other, str) or not other or "\0" in other:
+                return _refuse(f"a {tool} call whose notebook_path is not a path")
+            scope.writes.append(Write(scope.where(other), f"{tool} {other}"))
         found = None
     else:
         patch = next((ti[k] for k in ("command", "input", "patch") if isinstance(ti.get(k), str)),

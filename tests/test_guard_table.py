@@ -815,6 +815,8 @@ HOSTILE_CALLS: list[tuple[str, Any, str]] = [
     ("Write", "src/api/a.py", "."),
     ("Edit", ["src/api/a.py"], "."),
     ("NotebookEdit", {"new_source": "x"}, "."),
+    # both paths given: whichever the tool writes, each is judged
+    ("NotebookEdit", {"file_path": "src/api/a.py", "notebook_path": "g.txt", "new_source": "x"}, "."),
     ("apply_patch", {"command": _patch(UPDATE_G)}, "."),
     ("apply_patch", {"command": _patch("*** Update File: src/api/a.py\n*** Move to: g.txt\n"
                                        "@@\n-a\n+b")}, "."),
