@@ -14,6 +14,9 @@ Rows, interleaved round by round (order rotating, one warm-up round first):
 - `coord diff T1`: the division of the whole file among the T ranges, and one task's diff
   (what `worker done` and `coord accept` pay to attribute);
 - `coord status`: every task's changes attributed, and where each range stands;
+- `worker done T1`: the division, the report, the record (checks not run);
+- `coord accept T1`: its report validated against the division, the commit planned and
+  made (`.git` put back before each run, untimed);
 - `git diff -U0 HEAD -- m.py`: the floor, git comparing the file;
 - `python -c pass`: the interpreter's start-up.
 Results: bench/results/regions.json and a table on stdout.
@@ -33,6 +36,7 @@ from common import (
     BIN,
     PYTHON,
     Bench,
+    Restorer,
     Step,
     coord,
     git,
@@ -93,9 +97,20 @@ def main(argv: list[str] | None = None) -> int:
             new[at + 1] = new[at + 1].replace("x +", "x -")
             new.insert(at, "@cache\n")
         (sb.repo / "m.py").write_text("".join(new))
+        pre = Restorer(sb.repo / ".git", sb.root / "git-pre", sync=False)
+        worker(sb, "done", "T1", "--no-run-checks").check()
+        done = Restorer(sb.repo / ".git", sb.root / "git-done", sync=False)
+        pre.restore()
         steps = [
-            Step("coord diff T1", ru_step(sb, [BIN / "coord", "diff", "T1", "--json"])),
-            Step("coord status", ru_step(sb, [BIN / "coord", "status", "--json"])),
+            Step("coord diff T1", ru_step(sb, [BIN / "coord", "diff", "T1", "--json"]),
+                 before=pre.restore),
+            Step("coord status", ru_step(sb, [BIN / "coord", "status", "--json"]),
+                 before=pre.restore),
+            Step("worker done T1", ru_step(sb, [BIN / "worker", "done", "T1",
+                                                "--no-run-checks", "--json"]),
+                 before=pre.restore),
+            Step("coord accept T1", ru_step(sb, [BIN / "coord", "accept", "T1", "--json"]),
+                 before=done.restore),
             Step("git diff -U0 HEAD -- m.py", ru_step(sb, ["git", "diff", "-U0", "HEAD", "--",
                                                           "m.py"])),
             Step("python -c pass", ru_step(sb, [PYTHON, "-c", "pass"])),
