@@ -11,6 +11,7 @@ import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import accumulate
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -332,23 +333,41 @@ def _undo_forced_binary(repo: Path, old: str, new: str, changes: list[FileChange
     parsed.update(parse_patch(patch))
 
 
-def splice(base: bytes, hunks: Iterable[Hunk]) -> bytes:
-    """Apply -U0 hunks (in old-line coordinates of `base`) to `base`."""
-    lines = split_lines(base)
-    # Last in the text first, so earlier positions stay valid: a removal of old lines
-    # [s, e] sits at s, an insertion after old line p in the gap at p + 0.5. Hunks that
-    # meet at one point (carried insertions whose lines in between were removed) keep
-    # their given order.
-    order = sorted(enumerate(hunks), reverse=True, key=lambda ih: (_place(ih[1]), ih[0]))
+def line_offsets(data: bytes) -> list[int]:
+    """Where each line of `data` starts (as `split_lines` cuts it), and `len(data)` last:
+    line k (1-based) is `data[offs[k - 1]:offs[k]]`."""
+    parts = data.split(b"\n")
+    n = len(parts) - 1 if not parts[-1] else len(parts)
+    starts = list(accumulate(map((1).__add__, map(len, parts)), initial=0))
+    return [*starts[:n], len(data)]
+
+
+def splice(base: bytes, hunks: Iterable[Hunk], offsets: Sequence[int] | None = None) -> bytes:
+    """Apply -U0 hunks (in old-line coordinates of `base`) to `base`; `offsets` is
+    `line_offsets(base)` when the caller has it (one base, many splices)."""
+    offs = line_offsets(base) if offsets is None else offsets
+    n = len(offs) - 1
+    # In text order: a removal of old lines [s, e] sits at s, an insertion after old line
+    # p in the gap at p + 0.5. Hunks that meet at one point (carried insertions whose
+    # lines in between were removed) keep their given order.
+    order = sorted(enumerate(hunks), key=lambda ih: (_place(ih[1]), ih[0]))
+    pieces: list[bytes] = []
+    pos = 0
     for _i, h in order:
         if h.old_lines:
-            start = h.old_start - 1
-            if b"".join(lines[start:start + h.old_lines]) != h.removed:
+            if h.old_start < 1 or h.old_start - 1 + h.old_lines > n:
                 raise ValueError(f"hunk at line {h.old_start} does not match its base")
-            lines[start:start + h.old_lines] = split_lines(h.added)
+            start, end = offs[h.old_start - 1], offs[h.old_start - 1 + h.old_lines]
+            if base[start:end] != h.removed:
+                raise ValueError(f"hunk at line {h.old_start} does not match its base")
         else:
-            lines[h.old_start:h.old_start] = split_lines(h.added)
-    return b"".join(lines)
+            start = end = offs[min(max(h.old_start, 0), n)]
+        if start < pos:
+            raise ValueError(f"hunk at line {h.old_start} overlaps another")
+        pieces += (base[pos:start], h.added)
+        pos = end
+    pieces.append(base[pos:])
+    return b"".join(pieces)
 
 
 def shift_hunks(hunks: Sequence[Hunk], applied: Sequence[Hunk]) -> list[Hunk]:

@@ -85,20 +85,26 @@ def _spliced(tv: TreeView, sel: Selection) -> list[FileChange]:
         c.path not in full or {id(h) for h in c.hunks} != {id(h) for h in full[c.path].hunks})]
 
 
-def own_entries(tv: TreeView, sel: Selection, blobs: dict[str, bytes]) -> tuple[Entries, Contents]:
+def own_entries(tv: TreeView, sel: Selection, blobs: dict[str, bytes],
+                offsets: dict[str, list[int]] | None = None) -> tuple[Entries, Contents]:
     """The task's changes onto the base tree, as `objects.write_tree` takes them: what
     `coord accept` would commit on the tree view's commit. A change the task holds whole
     (every hunk of its file, a new, deleted or binary file) goes as the tree's entry; the
     others as the base's text with the task's hunks spliced in (`blobs`: base texts by id,
-    besides the view's own)."""
+    besides the view's own; `offsets`: their `diff.line_offsets` by blob id, kept across calls
+    so that many tasks of one big file split it once)."""
     entries: Entries = {}
+    offs = {} if offsets is None else offsets
     contents: Contents = {}
     spliced = {id(c) for c in _spliced(tv, sel)}
     for c in sel.changes:
         if id(c) in spliced:
             base = tv.old_texts.get(c.path)
-            contents[c.path] = (c.new_mode, diff.splice(base if base is not None
-                                                        else blobs[c.old_oid], c.hunks))
+            text = base if base is not None else blobs[c.old_oid]
+            at = offs.get(c.old_oid)
+            if at is None:
+                at = offs[c.old_oid] = diff.line_offsets(text)
+            contents[c.path] = (c.new_mode, diff.splice(text, c.hunks, at))
         else:
             entries[c.path] = None if c.status == "D" else (c.new_mode, c.new_oid)
     return entries, contents
@@ -113,8 +119,9 @@ def own_trees(repo: Path, tv: TreeView, sels: Sequence[Selection]) -> list[str]:
     every = {c.path for c in tv.changes}
     out: list[str | None] = []
     jobs: list[objects.Job] = []
+    offsets: dict[str, list[int]] = {}
     for sel in sels:
-        entries, contents = own_entries(tv, sel, blobs)
+        entries, contents = own_entries(tv, sel, blobs, offsets)
         if not contents and set(entries) == every:
             out.append(tv.snap.tree)  # every change of the tree is the task's, whole
         else:
