@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import random
+from pathlib import Path
 
 import pytest
 from hunkwise.shared.hunks.diff import Hunk, carry, splice, touches
@@ -64,3 +65,56 @@ def test_edits_of_the_same_lines_clash() -> None:
     ins = Hunk(3, 0, 4, 1, b"", b"new\n")
     assert carry([ins], [Hunk(3, 0, 4, 1, b"", b"other\n")]) == ([], [ins])
     assert carry([ins], [Hunk(3, 2, 3, 0, b"l3\nl4\n", b"")])[1] == [ins]
+
+
+def _texts(rng: random.Random) -> tuple[bytes, bytes]:
+    """A text and an edit of it: lines replaced, removed, added, CRLF, no final newline."""
+    old = [rng.choice([b"a", b"b", b"", b"c\r"]) + b"%d\n" % rng.randint(0, 3)
+           for _ in range(rng.randint(0, 12))]
+    new = list(old)
+    for _ in range(rng.randint(1, 4)):
+        at = rng.randint(0, len(new))
+        kind = rng.random()
+        if kind < 0.4 and at < len(new):
+            del new[at:at + rng.randint(1, 3)]
+        elif kind < 0.7 and at < len(new):
+            new[at] = b"x%d\n" % rng.randint(0, 9)
+        else:
+            new[at:at] = [b"n%d\n" % rng.randint(0, 9)] * rng.randint(1, 2)
+    oj, nj = b"".join(old), b"".join(new)
+    if rng.random() < 0.3 and oj:
+        oj = oj[:-1]
+    if rng.random() < 0.3 and nj:
+        nj = nj[:-1]
+    return oj, nj
+
+
+def test_splice_of_gits_own_hunks_gives_the_new_text(tmp_path: Path) -> None:
+    # Git's -U0 hunks of old -> new, spliced onto old by line offsets (given or not),
+    # give new back byte for byte, for texts with CRLF lines and without a final newline.
+    from hunkwise.shared import git
+    from hunkwise.shared.hunks.diff import blob_hunks, line_offsets, split_lines
+
+    git.run(tmp_path, "init", "-q")
+    rng = random.Random(7)
+    pairs = [_texts(rng) for _ in range(120)]
+    for i, (old, new) in enumerate(pairs):
+        (tmp_path / "o").write_bytes(old)
+        (tmp_path / "n").write_bytes(new)
+        a = git.run(tmp_path, "hash-object", "-w", "--no-filters", "o").decode().strip()
+        b = git.run(tmp_path, "hash-object", "-w", "--no-filters", "n").decode().strip()
+        hunks = blob_hunks(tmp_path, a, b)
+        offs = line_offsets(old)
+        assert len(offs) == len(split_lines(old)) + 1 and offs[-1] == len(old)
+        assert splice(old, hunks) == new, i
+        assert splice(old, list(reversed(hunks)), offs) == new, i
+
+
+def test_splice_refuses_a_hunk_its_base_does_not_hold_or_two_that_overlap() -> None:
+    base = b"".join(_lines(5))
+    with pytest.raises(ValueError, match="does not match"):
+        splice(base, [Hunk(2, 1, 2, 1, b"nope\n", b"x\n")])
+    with pytest.raises(ValueError, match="does not match"):
+        splice(base, [Hunk(5, 2, 5, 0, b"l5\n", b"")])  # past the end
+    with pytest.raises(ValueError, match="overlaps"):
+        splice(base, [Hunk(2, 2, 2, 0, b"l2\nl3\n", b""), Hunk(3, 1, 3, 0, b"l3\n", b"")])
