@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from hunkwise.shared import git as hw_git
 from hunkwise.shared.hunks.diff import FileChange, Hunk, parse_patch, splice, split_lines
-from hunkwise.shared.hunks.slide import placements
 from hunkwise.shared.hunks.ownership import attribute, map_grant
+from hunkwise.shared.hunks.slide import placements
 from hunkwise.shared.state.models import (
     DISCLAIMED,
     ChangeEntry,
