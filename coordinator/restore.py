@@ -40,6 +40,8 @@ def lost_tasks(ctx: Ctx, tasks: list[Task], tv: TreeView, state: State | None = 
         running, losses = [], {}  # the lock is busy: only list, record next time
     others = [t for t in tasks if t.active and t.saved is not None and t.id not in running]
     losses = {**recovery.losses_of(ctx.repo, others, tv.snap.tree, tv), **losses}
+    recovery.settle_jointly(ctx.repo, [t for t in state.tasks.values() if t.active], losses,
+                            tv.snap.tree)
     lost: list[LostWork] = []
     for t in sorted(tasks, key=lambda t: t.id):
         if not t.active or t.saved is None:
@@ -48,6 +50,21 @@ def lost_tasks(ctx: Ctx, tasks: list[Task], tv: TreeView, state: State | None = 
         if gone is not None and gone.paths:
             lost.append({"task": t.id, "paths": gone.paths})
     return lost
+
+
+def _held(ctx: Ctx, state: State, task: Task) -> set[str]:
+    """The files where the task's recorded changes seem gone as git aligns the tree with
+    the base, but every reading of the file by all tasks' records keeps them
+    (recovery.settle_jointly): a restore writes nothing there."""
+    from hunkwise.shared.hunks import snapshot
+
+    actives = [t for t in state.tasks.values() if t.active]
+    now_tree = snapshot.take(ctx.repo).tree
+    losses = recovery.losses_of(ctx.repo, actives, now_tree)
+    if not losses.get(task.id, recovery.Loss([], {})).hunks:
+        return set()
+    return {p for tid, p in recovery.settle_jointly(ctx.repo, actives, losses, now_tree)
+            if tid == task.id}
 
 
 def restore(ctx: Ctx, task_id: str) -> RestoreResult:
@@ -78,6 +95,6 @@ def _restore(ctx: Ctx, task_id: str) -> RestoreResult:
         if git.run_rc(ctx.repo, "cat-file", "-e", oid)[0] != 0:
             raise UsageError(f"{task_id}'s snapshot {oid[:12]} is gone from the repository")
     restored = put_back(ctx.repo, task, saved, what=f"restore {task_id}",
-                        clash="were changed by someone else since")
+                        clash="were changed by someone else since", held=_held(ctx, state, task))
     return {"task": task_id, "restored": restored,
             "revision": saved.revision, "kind": saved.kind}

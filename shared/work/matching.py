@@ -13,7 +13,7 @@ otherwise (restore refuses those).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from hunkwise.shared.hunks import diff
 from hunkwise.shared.hunks.diff import Hunk
@@ -180,3 +180,39 @@ def put_in(base: bytes, now: bytes, gone: Sequence[Hunk], current: Sequence[Hunk
     if clashes:
         return None, clashes
     return diff.splice(now, moved), []
+
+
+MOST_READINGS = 8  # suspects beyond which `kept_in_every_reading` does not try every subset
+
+
+def kept_in_every_reading(base: bytes, now: bytes, recorded: Mapping[str, Sequence[Hunk]],
+                          suspects: Sequence[str]) -> set[str]:
+    """Of `suspects` (tasks something of whose recorded changes to this file seems gone),
+    those whose changes the file keeps however it is read.
+
+    A reading is a set of suspects whose changes are gone: `now` must be `base` with the
+    recorded changes of every other task spliced in (`recorded`: each task's hunks of
+    base -> own, every task with a record of this file). A suspect is kept when at least
+    one reading exists and none holds it. Where no reading gives `now` (a change no record
+    holds, one task's change partly gone, two insertions at one point in another order),
+    nothing is settled: the positional judgement stands, which errs toward "gone".
+    """
+    from itertools import combinations
+
+    tried = sorted(t for t in set(suspects) if t in recorded)
+    if not tried or len(tried) > MOST_READINGS:
+        return set()
+    offsets = diff.line_offsets(base)
+    readings: list[set[str]] = []
+    for k in range(len(tried) + 1):
+        for gone in combinations(tried, k):
+            kept = [h for t in sorted(recorded) if t not in gone for h in recorded[t]]
+            try:
+                text = diff.splice(base, kept, offsets)
+            except ValueError:
+                continue  # two tasks' changes on the same lines: not this reading
+            if text == now:
+                readings.append(set(gone))
+    if not readings:
+        return set()
+    return {t for t in tried if not any(t in gone for gone in readings)}

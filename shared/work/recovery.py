@@ -34,6 +34,7 @@ from hunkwise.shared.hunks.globs import grant_covers
 from hunkwise.shared.hunks.taskview import Selection, TreeView, select, whole_identity
 from hunkwise.shared.state import store
 from hunkwise.shared.state.models import Saved, SavedKind, State, Task, TaskState, report_path
+from hunkwise.shared.work import matching
 from hunkwise.shared.work.matching import Pos, classify, unmatched
 
 if TYPE_CHECKING:
@@ -267,6 +268,56 @@ def loss(repo: Path, saved: Saved, current: dict[str, FileChange],
     return out
 
 
+def settle_jointly(repo: Path, tasks: Sequence[Task], losses: dict[str, Loss],
+                   now_tree: str) -> set[tuple[str, str]]:
+    """Take out of `losses` each file whose every reading keeps the task's recorded
+    changes (`matching.kept_in_every_reading`, over the records of every task in `tasks`
+    that names the file); the (task id, path) pairs taken out.
+
+    git's diff of the base may align a task's line with one another task removed (a blank
+    line added at a range's end, beside a deleted neighbour's blank lines), so the task's
+    change seems gone where the file holds it; the records of all tasks together tell.
+    Only records with their own tree, all on one base, are read this way.
+    """
+    files: dict[str, list[str]] = {}
+    for tid, lost in losses.items():
+        for path in lost.hunks:
+            files.setdefault(path, []).append(tid)
+    if not files:
+        return set()
+    records = {t.id: t.saved for t in tasks if t.saved is not None and t.saved.own is not None}
+    changes: dict[str, dict[str, FileChange]] = {}
+
+    def changes_of(tid: str) -> dict[str, FileChange]:
+        if tid not in changes:
+            changes[tid] = saved_changes(repo, records[tid])
+        return changes[tid]
+
+    settled: set[tuple[str, str]] = set()
+    for path, suspects in files.items():
+        rp = report_path(path)
+        bases = {records[t].base for t in suspects if t in records}
+        if len(bases) != 1 or any(t not in records for t in suspects):
+            continue
+        base = bases.pop()
+        group = [tid for tid, saved in records.items() if rp in saved.hunks or rp in saved.whole]
+        if any(records[t].base != base or rp in records[t].whole for t in group):
+            continue  # a record of another base, or of the whole file: not read jointly
+        recorded = {t: recorded_hunks(records[t], c) for t in group
+                    if (c := changes_of(t).get(path)) is not None}
+        olds = {c.old_oid for t in group if (c := changes_of(t).get(path)) is not None}
+        now_oid = snapshot_oids(repo, now_tree, [path]).get(path)
+        if len(olds) != 1 or now_oid is None:
+            continue
+        old_oid = olds.pop()
+        texts = git.cat_blobs(repo, [old_oid, now_oid])
+        for tid in matching.kept_in_every_reading(texts[old_oid], texts[now_oid], recorded,
+                                                  suspects):
+            del losses[tid].hunks[path]
+            settled.add((tid, path))
+    return settled
+
+
 def snapshot_oids(repo: Path, tree: str, paths: Sequence[str]) -> dict[str, str | None]:
     """The blob each path has in `tree` (None: none there), through the command's reader."""
     asked = [p for p in dict.fromkeys(paths) if "\n" not in p and p.isprintable()
@@ -382,6 +433,7 @@ def record_wip(ctx: Ctx, state: State, tv: TreeView,
            and not (task.saved is not None and task.saved.tree == tv.snap.tree
                     and task.saved.base == tv.snap.head)]
     gone = losses_of(ctx.repo, due, tv.snap.tree, tv)
+    settle_jointly(ctx.repo, [t for t in state.tasks.values() if t.active], gone, tv.snap.tree)
     for task in due:
         tid = task.id
         lost = gone.get(tid)
