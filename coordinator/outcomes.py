@@ -17,9 +17,11 @@ from hunkwise.shared.hunks.taskview import (
     active_tasks,
     claims_of,
     may_still_claim,
+    moved_by_discard,
     select,
     sync_ranges,
     view,
+    view_with,
 )
 from hunkwise.shared.state import store
 from hunkwise.shared.state.context import Ctx, get_task
@@ -28,6 +30,7 @@ from hunkwise.shared.work import recovery
 
 if TYPE_CHECKING:
     from hunkwise.shared.state.documents import DeferResult, RejectResult, RequestChangesResult
+    from hunkwise.shared.state.models import State
 
 
 def _note(text: str, kind: str) -> Note:
@@ -106,6 +109,23 @@ def discard_entries(ctx: Ctx, tv: TreeView, task_id: str,
     return entries
 
 
+def _refuse_moves(ctx: Ctx, tv: TreeView, state: State, task_id: str,
+                  entries: dict[str, tuple[str, str] | None]) -> None:
+    """Refuse a discard after which another task's changes would not be what they are:
+    the tree as the discard leaves it, divided again, must give every other task the same
+    text on each file the discard splices (taskview.moved_by_discard)."""
+    texts = {p: e for p, e in entries.items() if e is not None and p in tv.old_texts}
+    if not texts:
+        return
+    tasks = active_tasks(state)
+    after = view_with(ctx.repo, tv, tasks, texts, without=task_id)
+    moved = moved_by_discard(tv, after, tasks, task_id, set(texts))
+    if moved:
+        raise StateRefused(f"cannot discard exactly {task_id}'s changes: {'; '.join(moved[:5])} "
+                           "would change with them (equal lines beside them leave the place "
+                           "of its lines open); nothing was written")
+
+
 def reject(ctx: Ctx, task_id: str, note: str, discard: bool) -> RejectResult:
     n = _note(note, "rejected")
     with store.locked(ctx.lay, name="commit"), store.locked(ctx.lay):
@@ -134,6 +154,7 @@ def reject(ctx: Ctx, task_id: str, note: str, discard: bool) -> RejectResult:
                 raise StateRefused(f"cannot prove these changes are {task_id}'s: "
                                    f"{'; '.join(unproven[:10])}; nothing was written")
             entries = discard_entries(ctx, tv, task_id, sel.changes)
+            _refuse_moves(ctx, tv, state, task_id, entries)
             before = {c.path: (None if c.status == "D" else c.new_oid) for c in sel.changes}
             write_entries(ctx.repo, entries, expect=before)
             discarded = sorted(entries)

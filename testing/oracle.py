@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 import subprocess
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -122,7 +123,7 @@ def play(sc: Story, grants: dict[str, list[Grant]], differ: Differ, evidence: An
             task.claimed.setdefault(PATH, []).append(DISCLAIMED + amb.canon)
     for task in tasks.values():
         task.state = TaskState.REPORTED
-    _discard_each(sc, tasks, tv, final, undecidable, label)
+    _discard_each(sc, tasks, tv, final, undecidable, label, differ, evidence)
 
     order = list(sc.tasks)
     random.Random(order_seed).shuffle(order)
@@ -165,13 +166,16 @@ def play(sc: Story, grants: dict[str, list[Grant]], differ: Differ, evidence: An
     return len(accepted), refusals, asked
 
 
+DISCARDS: Counter[str] = Counter()  # how the discards went: checked, refused (a measure)
+
+
 def _discard_each(sc: Story, tasks: dict[str, Task], tv: TreeView, final: bytes,
-                  undecidable: set[str], label: str) -> None:
+                  undecidable: set[str], label: str, differ: Differ, evidence: Any) -> None:
     """`coord reject --discard`, task by task on the tree holding every edit: what it
     removes is exactly the task's edits, never a line of another task (the same selection
     and inverse splice as outcomes.reject), wherever the reports were answered."""
     from hunkwise.shared.hunks.diff import inverse
-    from hunkwise.shared.hunks.taskview import claims_of, may_still_claim, select
+    from hunkwise.shared.hunks.taskview import claims_of, may_still_claim, moved_by_discard, select
 
     for tid, task in tasks.items():
         if tid in undecidable:
@@ -183,6 +187,15 @@ def _discard_each(sc: Story, tasks: dict[str, Task], tv: TreeView, final: bytes,
             continue  # the discard is refused (nothing written), or leaves those lines
         mine = sel.changes[0].hunks if sel.changes else []
         got = splice(final, [inverse(h) for h in mine])
+        # As outcomes._refuse_moves divides it: the task and what its sessions wrote left out.
+        rest = [t for t in tasks.values() if t.id != tid]
+        after = view_of(differ, sc.text(set()), got, rest, evidence and {
+            d: ({t: n for t, n in w.items() if t != tid}, {t: n for t, n in g.items() if t != tid})
+            for d, (w, g) in evidence.items()})
+        if moved_by_discard(tv, after, list(tasks.values()), tid, {PATH}):
+            DISCARDS["moved"] += 1
+            continue  # refused: nothing written
+        DISCARDS["checked"] += 1
         want = sc.text(set(sc.tasks) - {tid})
         assert got == want, (f"{label}: discarding {tid} does not remove exactly its edits\n"
                              f"{sc.describe()}\ngot  {got!r}\nwant {want!r}")

@@ -268,3 +268,57 @@ def test_with_provenance_the_holders_of_a_point_are_asked_little(differ: Differ)
         asked_with += run_scenario(seed, differ, provenance=True)[2]
         asked_without += run_scenario(seed, differ, provenance=False)[2]
     assert asked_without > 0 and asked_with * 10 <= asked_without, (asked_with, asked_without)
+
+
+def test_a_discard_that_would_put_lines_back_between_two_equal_lines_is_refused(
+        differ: Differ) -> None:
+    """Seed 185 (holders copy each other's lines, with provenance): r1 deletes its whole
+    function between two points whose lines hold two equal `"p0_0",` lines, one at each
+    side of where f1 was. Discarding r1 put f1 back between the two: p2's line changed
+    side. The discard now divides the tree as it would leave it and refuses, writing
+    nothing, when any other task's changes would not stay the same."""
+    run_scenario(185, differ, provenance=True, weak=True)
+
+
+def _writes(sc: Scenario) -> dict[str, tuple[list[str], list[str]]]:
+    """What each task's sessions wrote and removed, as the hooks record it."""
+    wrote: dict[str, Counter[str]] = {}
+    gone: dict[str, Counter[str]] = {}
+    for p in sc.pieces:
+        if p.kind == "range" and p.owner:
+            wrote.setdefault(p.owner, Counter()).update(Counter(p.final) - Counter(p.orig))
+            gone.setdefault(p.owner, Counter()).update(Counter(p.orig) - Counter(p.final))
+        for t, x in p.inserted:
+            wrote.setdefault(t, Counter())[x] += 1
+    return {t: (list(wrote.get(t, Counter()).elements()), list(gone.get(t, Counter()).elements()))
+            for t in set(wrote) | set(gone)}
+
+
+def test_reject_discard_refuses_to_move_a_neighbours_line_through_the_commands(
+        make_repo, coord, worker) -> None:  # type: ignore[no-untyped-def]
+    """Seed 185 played for real: `coord reject r1 --discard` exits 3 and writes nothing
+    (it used to put f1 back on the wrong side of p2's line); a plain reject still works."""
+    from hunkwise.shared.state import provenance
+    from testing.cli import ok
+
+    sc = build(185, weak=True)
+    base, final = sc.text(set()), sc.text(set(sc.tasks))
+    repo = make_repo({PATH: base})
+    session = {t: f"sess-20260101-0000-{t}@m" for t in sc.tasks}
+    for tid, grants in sc.grants().items():
+        ok(coord(repo, "assign", tid, "--title", tid, "--expect", "e",
+                 *[x for g in grants for x in ("--write", str(g))]))
+        ok(worker(repo, "start", tid, session=session[tid]))
+    (repo / PATH).write_bytes(final)
+    root = provenance.root_of(repo)
+    for tid, (wrote, removed) in _writes(sc).items():
+        provenance.note(root, session[tid], PATH, [x.encode() for x in wrote],
+                        removed=[x.encode() for x in removed])
+    for tid in sc.tasks:
+        worker(repo, "done", tid, "--no-run-checks", session=session[tid])
+    res = coord(repo, "reject", "r1", "--discard", "--note", "not this way")
+    assert res.code == 3, res.stderr
+    assert "would change with them" in res.stderr and "nothing was written" in res.stderr
+    assert (repo / PATH).read_bytes() == final
+    ok(coord(repo, "reject", "r1", "--note", "not this way"))
+    assert (repo / PATH).read_bytes() == final

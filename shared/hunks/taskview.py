@@ -73,6 +73,35 @@ def view(repo: Path, tasks: Sequence[Task], snap: snapshot.Snapshot | None = Non
     return tv
 
 
+def view_with(repo: Path, tv: TreeView, tasks: Sequence[Task],
+              texts: dict[str, tuple[str, str]], without: str | None = None) -> TreeView:
+    """The tree view `tv` as it would be with `texts` ({path: (mode, blob id)}, each a text
+    change of a file under a range grant) written into the tree: those files divided again
+    among `tasks`, with the same provenance. Nothing is written.
+
+    `without`: a task whose changes `texts` take out (a discard): it is left out of the
+    division, and so is what its sessions wrote (those lines are gone, and a record of
+    them would pull its neighbours' equal lines to where they were)."""
+    by_path = {c.path: c for c in tv.changes}
+    changes: list[FileChange] = []
+    for path, (mode, oid) in texts.items():
+        c = by_path[path]
+        if oid != c.old_oid:
+            changes.append(FileChange(path, "M", c.old_mode, mode, c.old_oid, oid, False,
+                                      diff.blob_hunks(repo, c.old_oid, oid)))
+    old_texts = {p: tv.old_texts[p] for p in texts if p in tv.old_texts}
+    evidence = _evidence(repo, tasks, old_texts)
+    if without is not None:
+        evidence = {p: {d: ({t: n for t, n in w.items() if t != without},
+                            {t: n for t, n in g.items() if t != without})
+                        for d, (w, g) in per.items()} for p, per in evidence.items()}
+        tasks = [t for t in tasks if t.id != without]
+    after = TreeView(tv.snap, changes, attribute(changes, tasks, old_texts, evidence))
+    after.old_texts = old_texts
+    after.ranged = tv.ranged
+    return after
+
+
 def _evidence(repo: Path, tasks: Sequence[Task], paths: Collection[str]) -> dict[str, Evidence]:
     """Provenance the agent hooks recorded, as evidence about the active tasks."""
     from hunkwise.shared.state import provenance
@@ -247,6 +276,29 @@ def may_still_claim(other: Task, path: str, canon: str) -> str | None:
     if other.state == TaskState.REPORTED:
         return None  # its report did not claim it
     return f"{other.id} is {other.state} and may claim it in its report"
+
+
+def moved_by_discard(before: TreeView, after: TreeView, tasks: Sequence[Task], task_id: str,
+                     paths: Collection[str]) -> list[str]:
+    """The other tasks whose changes to `paths` would not stay the same once `task_id`'s
+    are discarded: base + each one's changes, as attribution divides the tree `before` and
+    `after` the discard, must be the same text.
+
+    A task's lines put back between two equal lines of its neighbours, on the wrong side of
+    one (a deleted function's, beside a point's two identical lines), or a line of its
+    removed where a neighbour's equal line was, change a neighbour's text: the file alone
+    cannot say which was meant, and the discard is refused."""
+    out = []
+    for u in tasks:
+        if u.id == task_id or not u.active:
+            continue
+        a = {c.path: c.hunks for c in select(before, u, claims_of(u)).changes if c.path in paths}
+        b = {c.path: c.hunks for c in select(after, u, claims_of(u)).changes if c.path in paths}
+        for path in sorted(set(a) | set(b)):
+            base = before.old_texts.get(path)
+            if base is not None and diff.splice(base, a.get(path, [])) != diff.splice(base, b.get(path, [])):
+                out.append(f"{u.id}'s changes to {report_path(path)}")
+    return out
 
 
 def claims_of(task: Task) -> set[tuple[str, str]]:
