@@ -299,6 +299,7 @@ def test_reject_discard_refuses_to_move_a_neighbours_line_through_the_commands(
     """Seed 185 played for real: `coord reject r1 --discard` exits 3 and writes nothing
     (it used to put f1 back on the wrong side of p2's line); a plain reject still works."""
     from hunkwise.shared.state import provenance
+
     from testing.cli import ok
 
     sc = build(185, weak=True)
