@@ -268,6 +268,9 @@ def loss(repo: Path, saved: Saved, current: dict[str, FileChange],
     return out
 
 
+JOINT_BUDGET = 8 << 20  # a file's bytes times the records read with it, at most
+
+
 def settle_jointly(repo: Path, tasks: Sequence[Task], losses: dict[str, Loss],
                    now_tree: str) -> set[tuple[str, str]]:
     """Take out of `losses` each file whose every reading keeps the task's recorded
@@ -277,44 +280,43 @@ def settle_jointly(repo: Path, tasks: Sequence[Task], losses: dict[str, Loss],
     git's diff of the base may align a task's line with one another task removed (a blank
     line added at a range's end, beside a deleted neighbour's blank lines), so the task's
     change seems gone where the file holds it; the records of all tasks together tell.
-    Only records with their own tree, all on one base, are read this way.
+    `losses` must hold every task that seems to have lost something there: a suspect left
+    out would be taken for present. Only records with their own tree, all on one base, are
+    read this way, and only files whose size times their records stays within
+    JOINT_BUDGET (a loss that stands costs one `diff-tree` of the file per record).
     """
     files: dict[str, list[str]] = {}
     for tid, lost in losses.items():
         for path in lost.hunks:
             files.setdefault(path, []).append(tid)
-    if not files:
-        return set()
     records = {t.id: t.saved for t in tasks if t.saved is not None and t.saved.own is not None}
-    changes: dict[str, dict[str, FileChange]] = {}
-
-    def changes_of(tid: str) -> dict[str, FileChange]:
-        if tid not in changes:
-            changes[tid] = saved_changes(repo, records[tid])
-        return changes[tid]
-
     settled: set[tuple[str, str]] = set()
     for path, suspects in files.items():
+        if len(suspects) > matching.MOST_READINGS or any(t not in records for t in suspects):
+            continue
         rp = report_path(path)
-        bases = {records[t].base for t in suspects if t in records}
-        if len(bases) != 1 or any(t not in records for t in suspects):
-            continue
-        base = bases.pop()
+        base = records[suspects[0]].base
         group = [tid for tid, saved in records.items() if rp in saved.hunks or rp in saved.whole]
-        if any(records[t].base != base or rp in records[t].whole for t in group):
+        if not base or any(records[t].base != base or rp in records[t].whole for t in group):
             continue  # a record of another base, or of the whole file: not read jointly
-        recorded = {t: recorded_hunks(records[t], c) for t in group
-                    if (c := changes_of(t).get(path)) is not None}
-        olds = {c.old_oid for t in group if (c := changes_of(t).get(path)) is not None}
+        base_oid = snapshot_oids(repo, base, [path]).get(path)
         now_oid = snapshot_oids(repo, now_tree, [path]).get(path)
-        if len(olds) != 1 or now_oid is None:
+        if base_oid is None or now_oid is None:
             continue
-        old_oid = olds.pop()
-        texts = git.cat_blobs(repo, [old_oid, now_oid])
-        for tid in matching.kept_in_every_reading(texts[old_oid], texts[now_oid], recorded,
-                                                  suspects):
-            del losses[tid].hunks[path]
-            settled.add((tid, path))
+        texts = git.cat_blobs(repo, [base_oid, now_oid])
+        if len(texts[base_oid]) * len(group) > JOINT_BUDGET:
+            continue
+        recorded: dict[str, list[Hunk]] = {}
+        for t in group:
+            mine = diff.diff_trees(repo, base, records[t].own or "", [path])
+            if mine and mine[0].old_oid != base_oid:
+                break
+            recorded[t] = recorded_hunks(records[t], mine[0]) if mine else []
+        else:
+            for tid in matching.kept_in_every_reading(texts[base_oid], texts[now_oid],
+                                                      recorded, suspects):
+                del losses[tid].hunks[path]
+                settled.add((tid, path))
     return settled
 
 
@@ -433,7 +435,6 @@ def record_wip(ctx: Ctx, state: State, tv: TreeView,
            and not (task.saved is not None and task.saved.tree == tv.snap.tree
                     and task.saved.base == tv.snap.head)]
     gone = losses_of(ctx.repo, due, tv.snap.tree, tv)
-    settle_jointly(ctx.repo, [t for t in state.tasks.values() if t.active], gone, tv.snap.tree)
     for task in due:
         tid = task.id
         lost = gone.get(tid)
@@ -526,12 +527,27 @@ def record_now(ctx: Ctx, task_ids: Iterable[str], snap: snapshot.Snapshot | None
     else:
         # (A record found the same is current too: other tasks' edits moved the tree,
         # not this task's, and its next heartbeat needs no snapshot either.)
-        losses = record_wip(ctx, state, view(ctx.repo, active_tasks(state), snap), ids,
-                            current)
+        tv = view(ctx.repo, active_tasks(state), snap)
+        losses = record_wip(ctx, state, tv, ids, current)
+        if any(lost.hunks for lost in losses.values()):
+            losses = read_jointly(ctx.repo, state, losses, tv)
     for t in digests:  # stamped with what was seen before the snapshot
         quiet.stamp(ctx.repo, state.tasks[t],
                     digests[t] if t in current and t not in losses else None)
     return losses
+
+
+def read_jointly(repo: Path, state: State, losses: dict[str, Loss], tv: TreeView
+                 ) -> dict[str, Loss]:
+    """`losses` (of some tasks: a worker command's) less the files every reading by all
+    tasks' records keeps (`settle_jointly`). Every other active task's loss is read too,
+    so that no task that seems to have lost something there is taken for present; the
+    records stay as they are."""
+    actives = [t for t in state.tasks.values() if t.active]
+    others = [t for t in actives if t.id not in losses and t.saved is not None]
+    everyone = {**losses_of(repo, others, tv.snap.tree, tv), **losses}
+    settle_jointly(repo, actives, everyone, tv.snap.tree)
+    return {t: everyone[t] for t in losses}
 
 
 def held_by(state: State, session: str) -> list[str]:
