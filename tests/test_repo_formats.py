@@ -427,3 +427,20 @@ def test_a_tree_diff_limited_to_paths_keeps_exactly_what_a_pathspec_would(make_r
         out = g.run(repo, "diff-tree", "-r", "-z", "--name-only", old, new, "--", *spec,
                     env={"GIT_LITERAL_PATHSPECS": "1"})
         assert got == sorted(os.fsdecode(p) for p in out.split(b"\0") if p), spec
+
+
+def test_a_big_import_keeps_its_pack_and_every_object_reads_back(make_repo: MakeRepo) -> None:
+    """Over objects.BIG_IMPORT bytes, fast-import's pack is kept as it is (git would
+    unpack it into whole loose objects): the blobs and trees written read back the same."""
+    repo = make_repo({"a.txt": "a\n"})
+    big = b"".join(b"line %d\n" % i for i in range(objects.BIG_IMPORT // 8))
+    versions = [big + b"v%d\n" % k for k in range(3)]
+    assert sum(map(len, versions)) > objects.BIG_IMPORT
+    packs = set((repo / ".git/objects/pack").glob("*.pack"))
+    head_tree = git(repo, "rev-parse", "HEAD^{tree}").strip()
+    out = objects.write_trees(repo, [(head_tree, {}, {"big.txt": ("100644", v)}) for v in versions])
+    assert set((repo / ".git/objects/pack").glob("*.pack")) - packs  # one pack kept
+    for (tree, blobs), v in zip(out, versions, strict=True):
+        assert git_bytes(repo, "cat-file", "blob", blobs["big.txt"]) == v
+        assert git(repo, "rev-parse", f"{tree}:big.txt").strip() == blobs["big.txt"]
+        assert git(repo, "rev-parse", f"{tree}:a.txt") == git(repo, "rev-parse", "HEAD:a.txt")
