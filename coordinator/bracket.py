@@ -209,6 +209,16 @@ def _read(path: str) -> Any:
         return fastjson.loads(f.read())
 
 
+def _take(path: str) -> Any:
+    """A record's side file, read and removed (None when it is missing or unreadable)."""
+    try:
+        got = _read(path)
+        os.unlink(path)
+    except (OSError, ValueError):
+        return None
+    return got
+
+
 def close_call(root: str, data: Mapping[str, Any]) -> dict[str, Any] | None:
     """End a call's record (it stays, closed, for KEEP_S to show overlaps); its record."""
     cid = call_id(data)
@@ -226,18 +236,8 @@ def close_call(root: str, data: Mapping[str, Any]) -> dict[str, Any] | None:
     rec["end"] = now
     _write(os.path.join(d, f".done-{cid}.{os.getpid()}.tmp"),
            os.path.join(d, f"done-{now:.6f}-{cid}.json"), rec)
-    before = os.path.join(d, f"before-{cid}.json")
-    try:
-        rec["before"] = _read(before)
-        os.unlink(before)
-    except (OSError, ValueError):
-        rec["before"] = None
-    settings = os.path.join(d, f"settings-{cid}.json")
-    try:
-        rec["settings"] = _read(settings)
-        os.unlink(settings)
-    except (OSError, ValueError):
-        rec["settings"] = None
+    rec["before"] = _take(os.path.join(d, f"before-{cid}.json"))
+    rec["settings"] = _take(os.path.join(d, f"settings-{cid}.json"))
     try:
         os.unlink(opened)
     except OSError:

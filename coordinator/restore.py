@@ -18,6 +18,8 @@ from hunkwise.shared.state.models import TaskState
 from hunkwise.shared.work import recovery
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from hunkwise.shared.hunks.taskview import TreeView
     from hunkwise.shared.state.documents import LostWork, RestoreResult
     from hunkwise.shared.state.models import State, Task
@@ -38,10 +40,9 @@ def lost_tasks(ctx: Ctx, tasks: list[Task], tv: TreeView, state: State | None = 
         losses = recovery.record_wip(ctx, state, tv, running) if running else {}
     except CoordError:
         running, losses = [], {}  # the lock is busy: only list, record next time
-    others = [t for t in tasks if t.active and t.saved is not None and t.id not in running]
-    losses = {**recovery.losses_of(ctx.repo, others, tv.snap.tree, tv), **losses}
-    recovery.settle_jointly(ctx.repo, [t for t in state.tasks.values() if t.active], losses,
-                            tv.snap.tree)
+    # The in-progress tasks not recorded now hold their record in this tree: nothing lost.
+    losses = recovery.read_jointly(ctx.repo, state, {
+        **{t.id: recovery.Loss([], {}) for t in tasks if t.id in running}, **losses}, tv)
     lost: list[LostWork] = []
     for t in sorted(tasks, key=lambda t: t.id):
         if not t.active or t.saved is None:
@@ -52,19 +53,19 @@ def lost_tasks(ctx: Ctx, tasks: list[Task], tv: TreeView, state: State | None = 
     return lost
 
 
-def _held(ctx: Ctx, state: State, task: Task) -> set[str]:
-    """The files where the task's recorded changes seem gone as git aligns the tree with
-    the base, but every reading of the file by all tasks' records keeps them
-    (recovery.settle_jointly): a restore writes nothing there."""
-    from hunkwise.shared.hunks import snapshot
+def _kept(ctx: Ctx, state: State, task: Task) -> Callable[[str], set[str]]:
+    """Given the tree a restore reads, the files where the task's recorded changes seem
+    gone as git aligns the tree with the base, but every reading of the file by all tasks'
+    records keeps them (recovery.settle_jointly): a restore writes nothing there."""
 
-    actives = [t for t in state.tasks.values() if t.active]
-    now_tree = snapshot.take(ctx.repo).tree
-    losses = recovery.losses_of(ctx.repo, actives, now_tree)
-    if not losses.get(task.id, recovery.Loss([], {})).hunks:
-        return set()
-    return {p for tid, p in recovery.settle_jointly(ctx.repo, actives, losses, now_tree)
-            if tid == task.id}
+    def kept(now_tree: str) -> set[str]:
+        actives = [t for t in state.tasks.values() if t.active]
+        losses = recovery.losses_of(ctx.repo, actives, now_tree)
+        if not losses.get(task.id, recovery.Loss([], {})).hunks:
+            return set()
+        return {p for tid, p in recovery.settle_jointly(ctx.repo, actives, losses, now_tree)
+                if tid == task.id}
+    return kept
 
 
 def restore(ctx: Ctx, task_id: str) -> RestoreResult:
@@ -95,6 +96,6 @@ def _restore(ctx: Ctx, task_id: str) -> RestoreResult:
         if git.run_rc(ctx.repo, "cat-file", "-e", oid)[0] != 0:
             raise UsageError(f"{task_id}'s snapshot {oid[:12]} is gone from the repository")
     restored = put_back(ctx.repo, task, saved, what=f"restore {task_id}",
-                        clash="were changed by someone else since", held=_held(ctx, state, task))
+                        clash="were changed by someone else since", kept=_kept(ctx, state, task))
     return {"task": task_id, "restored": restored,
             "revision": saved.revision, "kind": saved.kind}

@@ -192,7 +192,8 @@ def _insert(rng: random.Random, p: Piece, t: str, last: str, weak: bool) -> None
             p.inserted.insert(rng.randint(0, len(p.inserted)), (t, x))
 
 
-def _evidence(sc: Scenario) -> dict[str, tuple[dict[str, int], dict[str, int]]]:
+def _writes(sc: Scenario) -> dict[str, tuple[Counter[str], Counter[str]]]:
+    """What each task's sessions wrote and removed, as the hooks record it."""
     wrote: dict[str, Counter[str]] = {}
     gone: dict[str, Counter[str]] = {}
     for p in sc.pieces:
@@ -201,13 +202,15 @@ def _evidence(sc: Scenario) -> dict[str, tuple[dict[str, int], dict[str, int]]]:
             gone.setdefault(p.owner, Counter()).update(Counter(p.orig) - Counter(p.final))
         for t, x in p.inserted:
             wrote.setdefault(t, Counter())[x] += 1
+    return {t: (wrote.get(t, Counter()), gone.get(t, Counter())) for t in set(wrote) | set(gone)}
+
+
+def _evidence(sc: Scenario) -> dict[str, tuple[dict[str, int], dict[str, int]]]:
     out: dict[str, tuple[dict[str, int], dict[str, int]]] = {}
-    for t, c in wrote.items():
-        for x, n in c.items():
-            out.setdefault(line_digest(x.encode()), ({}, {}))[0][t] = n
-    for t, c in gone.items():
-        for x, n in c.items():
-            out.setdefault(line_digest(x.encode()), ({}, {}))[1][t] = n
+    for t, (wrote, gone) in _writes(sc).items():
+        for side, lines in ((0, wrote), (1, gone)):
+            for x, n in lines.items():
+                out.setdefault(line_digest(x.encode()), ({}, {}))[side][t] = n
     return out
 
 
@@ -280,20 +283,6 @@ def test_a_discard_that_would_put_lines_back_between_two_equal_lines_is_refused(
     run_scenario(185, differ, provenance=True, weak=True)
 
 
-def _writes(sc: Scenario) -> dict[str, tuple[list[str], list[str]]]:
-    """What each task's sessions wrote and removed, as the hooks record it."""
-    wrote: dict[str, Counter[str]] = {}
-    gone: dict[str, Counter[str]] = {}
-    for p in sc.pieces:
-        if p.kind == "range" and p.owner:
-            wrote.setdefault(p.owner, Counter()).update(Counter(p.final) - Counter(p.orig))
-            gone.setdefault(p.owner, Counter()).update(Counter(p.orig) - Counter(p.final))
-        for t, x in p.inserted:
-            wrote.setdefault(t, Counter())[x] += 1
-    return {t: (list(wrote.get(t, Counter()).elements()), list(gone.get(t, Counter()).elements()))
-            for t in set(wrote) | set(gone)}
-
-
 def test_reject_discard_refuses_to_move_a_neighbours_line_through_the_commands(
         make_repo, coord, worker) -> None:  # type: ignore[no-untyped-def]
     """Seed 185 played for real: `coord reject r1 --discard` exits 3 and writes nothing
@@ -313,8 +302,8 @@ def test_reject_discard_refuses_to_move_a_neighbours_line_through_the_commands(
     (repo / PATH).write_bytes(final)
     root = provenance.root_of(repo)
     for tid, (wrote, removed) in _writes(sc).items():
-        provenance.note(root, session[tid], PATH, [x.encode() for x in wrote],
-                        removed=[x.encode() for x in removed])
+        provenance.note(root, session[tid], PATH, [x.encode() for x in wrote.elements()],
+                        removed=[x.encode() for x in removed.elements()])
     for tid in sc.tasks:
         worker(repo, "done", tid, "--no-run-checks", session=session[tid])
     res = coord(repo, "reject", "r1", "--discard", "--note", "not this way")

@@ -33,7 +33,7 @@ from hunkwise.shared.work import recovery
 from hunkwise.shared.work.matching import put_in
 
 if TYPE_CHECKING:
-    from collections.abc import Collection
+    from collections.abc import Callable
 
     from hunkwise.shared.hunks.taskview import TreeView
     from hunkwise.shared.machines.chains import Applied
@@ -69,12 +69,12 @@ def record_edits(repo: Path, tv: TreeView, task: Task, *, kind: SavedKind, ref: 
 
 
 def put_back(repo: Path, task: Task, saved: Saved, *, what: str, clash: str,
-             held: Collection[str] = ()) -> list[str]:
+             kept: Callable[[str], set[str]] | None = None) -> list[str]:
     """Put what is missing of `saved` into the tree, touching nothing else; the paths
     written. Refuses (3, nothing written) where other changes sit on the same lines:
     `clash` says what that means for the caller ("were changed by someone else since").
-    `held`: files the caller found holding every recorded change of the task however they
-    are read (recovery.settle_jointly): nothing is written there."""
+    `kept`: given the snapshot's tree, the files that keep every recorded change of the
+    task however they are read (recovery.settle_jointly): nothing is written there."""
     recorded = recovery.saved_changes(repo, saved)
     bad = sorted(report_path(p) for p in recorded if not _safe(p))
     outside = sorted(report_path(p) for p in recorded if not recovery.covered(task, p))
@@ -87,7 +87,7 @@ def put_back(repo: Path, task: Task, saved: Saved, *, what: str, clash: str,
         if recorded else {}
     gone = recovery.loss(repo, saved, {report_path(p): c for p, c in current.items()},
                          recorded, full=True)
-    for path in held:
+    for path in kept(snap.tree) if kept is not None and (gone.hunks or gone.changed) else ():
         gone.hunks.pop(path, None)
         gone.changed = [c for c in gone.changed if not c.startswith(f"{report_path(path)}: ")]
     entries: dict[str, tuple[str, str] | None] = {}

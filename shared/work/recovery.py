@@ -530,7 +530,8 @@ def record_now(ctx: Ctx, task_ids: Iterable[str], snap: snapshot.Snapshot | None
         tv = view(ctx.repo, active_tasks(state), snap)
         losses = record_wip(ctx, state, tv, ids, current)
         if any(lost.hunks for lost in losses.values()):
-            losses = read_jointly(ctx.repo, state, losses, tv)
+            everyone = read_jointly(ctx.repo, state, losses, tv)
+            losses = {t: everyone[t] for t in losses}
     for t in digests:  # stamped with what was seen before the snapshot
         quiet.stamp(ctx.repo, state.tasks[t],
                     digests[t] if t in current and t not in losses else None)
@@ -539,15 +540,15 @@ def record_now(ctx: Ctx, task_ids: Iterable[str], snap: snapshot.Snapshot | None
 
 def read_jointly(repo: Path, state: State, losses: dict[str, Loss], tv: TreeView
                  ) -> dict[str, Loss]:
-    """`losses` (of some tasks: a worker command's) less the files every reading by all
-    tasks' records keeps (`settle_jointly`). Every other active task's loss is read too,
-    so that no task that seems to have lost something there is taken for present; the
-    records stay as they are."""
+    """Every active task's loss (`losses`: those already read, as `record_wip` returns
+    them; the others read here), less the files every reading by all tasks' records keeps
+    (`settle_jointly`). Each task that seems to have lost something is read, so none is
+    taken for present; the records stay as they are."""
     actives = [t for t in state.tasks.values() if t.active]
     others = [t for t in actives if t.id not in losses and t.saved is not None]
     everyone = {**losses_of(repo, others, tv.snap.tree, tv), **losses}
     settle_jointly(repo, actives, everyone, tv.snap.tree)
-    return {t: everyone[t] for t in losses}
+    return everyone
 
 
 def held_by(state: State, session: str) -> list[str]:
