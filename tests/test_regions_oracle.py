@@ -268,7 +268,7 @@ def differ(tmp_path_factory: pytest.TempPathFactory) -> Differ:
 @pytest.mark.parametrize("chunk", range(CHUNKS))
 def test_no_accept_commits_a_byte_of_another_task(chunk: int, differ: Differ) -> None:
     """Without provenance: exact commits; a refusal only where a worker could not say
-    (42% of the accepts land over all 520 seeds: what lies between two tasks' functions,
+    (46% of the accepts land over all 520 seeds: what lies between two tasks' functions,
     and every blank line of a run a boundary splits, is asked about, and a block holding
     lines of both has no true answer)."""
     landed = refused = 0
