@@ -38,6 +38,7 @@ selection of hunks is unambiguous).
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -369,6 +370,7 @@ def _solve(old: Sequence[bytes], new: Sequence[bytes], regs: Sequence[Region], l
     return owned
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _strong(line: bytes) -> bool:
     return _WORD.search(line) is not None
 
@@ -424,17 +426,20 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
              and regs[k].owner != regs[k + 1].owner and not beside[k] and not beside[k + 1]
              for k in range(len(regs) - 1)]
 
+    strong_new = [_strong(x) for x in nw]
+    new_ids = [table.setdefault(x, len(table)) if f else -1 for x, f in zip(nw, strong_new, strict=True)]
+    old_ids = [[table.setdefault(x, len(table)) for x in o if _strong(x)] for o in old_of]
+
     def cost_row(k: int, s: int) -> list[int]:
         """Region k's cost on non-blank lines against nw[s:e], for every e >= s."""
-        at = [j for j in range(s, width) if _strong(nw[j])]
-        sub = [table.setdefault(nw[j], len(table)) for j in at]
-        oid = [table.setdefault(x, len(table)) for x in old_of[k] if _strong(x)]
-        row = _rows(oid, [len(oid)], _masks(sub), len(sub))[len(oid)]
-        out, n = [], 0
-        for e in range(s, width + 1):
-            if e > s and _strong(nw[e - 1]):
-                n += 1
-            out.append(len(oid) + n - 2 * row[n])
+        sub = [i for i in new_ids[s:] if i >= 0]
+        oid = old_ids[k]
+        no = len(oid)
+        row = _rows(oid, [no], _masks(sub), len(sub))[no]
+        out, n = [no], 0
+        for f in strong_new[s:]:
+            n += f
+            out.append(no + n - 2 * row[n])
         return out
 
     def meet(k: int, c: int) -> int:
@@ -569,7 +574,53 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
     rows: dict[tuple[int, int], list[int]] = {}
     scores: dict[tuple[int, int, int, bool], Score | None] = {}
 
+    def row_of(k: int, s_cut: int) -> list[int]:
+        row = rows.get((k, s_cut))
+        if row is None:
+            row = rows[(k, s_cut)] = cost_row(k, s_cut)
+        return row
+
+    def bounds() -> tuple[list[dict[int, int]], list[dict[int, int]], int] | None:
+        """The least cost of the regions before each cut (`pre`) and after it (`post`),
+        and the least cost of a whole division: cost decides first, so a share whose
+        region cannot lie on a division of least cost is never scored."""
+        pre: list[dict[int, int]] = [{0: 0}]
+        for k in range(len(regs)):
+            nxt: dict[int, int] = {}
+            for s_cut, f in pre[k].items():
+                row = row_of(k, s_cut)
+                for e_cut in layers[k + 1]:
+                    if e_cut >= s_cut:
+                        v = f + row[e_cut - s_cut]
+                        if v < nxt.get(e_cut, v + 1):
+                            nxt[e_cut] = v
+            pre.append(nxt)
+        if width not in pre[-1]:
+            return None
+        post: list[dict[int, int]] = [{} for _ in pre]
+        post[-1] = {width: 0}
+        for k in range(len(regs) - 1, -1, -1):
+            for s_cut in pre[k]:
+                row = row_of(k, s_cut)
+                got = [row[e_cut - s_cut] + v for e_cut, v in post[k + 1].items() if e_cut >= s_cut]
+                if got:
+                    post[k][s_cut] = min(got)
+        return pre, post, pre[-1][width]
+
     def solve(ev: Evidence | None, order: tuple[int, ...] = (0, 1, 2, 3, 4, 5)
+              ) -> list[dict[int, tuple[Score, list[int]]]] | None:
+        """The best divisions by the rules in `order` (cost always first). Only shares on
+        a division of least cost are scored; where the evidence rules out every one of
+        those, every share is."""
+        got = bounds()
+        if got is not None:
+            found = _walk(ev, order, got)
+            if found is not None:
+                return found
+        return _walk(ev, order, None)
+
+    def _walk(ev: Evidence | None, order: tuple[int, ...],
+              bound: tuple[list[dict[int, int]], list[dict[int, int]], int] | None
               ) -> list[dict[int, tuple[Score, list[int]]]] | None:
         # best[k][c]: best score of regions 0..k-1 with boundary k-1 at cut c, and the
         # cuts before it that reach it (all of them, for ties).
@@ -577,12 +628,15 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
         for k in range(len(regs)):
             nxt: dict[int, tuple[Score, list[int]]] = {}
             for s_cut, (sc, _) in best[k].items():
-                row = rows.get((k, s_cut))
-                if row is None:
-                    row = rows[(k, s_cut)] = cost_row(k, s_cut)
+                row = row_of(k, s_cut)
                 for e_cut in layers[k + 1]:
                     if e_cut < s_cut:
                         continue
+                    if bound is not None:
+                        pre, post, least = bound
+                        after = post[k + 1].get(e_cut)
+                        if after is None or pre[k][s_cut] + row[e_cut - s_cut] + after > least:
+                            continue
                     key = (k, s_cut, e_cut, ev is not None)
                     if key in scores:
                         got = scores[key]
@@ -797,10 +851,12 @@ def _alike(x: bytes, y: bytes) -> bool:
     return p + q >= 0.7 * max(len(x), len(y))
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _words(line: bytes) -> bytes:
     return b" ".join(line.split())
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _digest(line: bytes) -> str:
     from hunkwise.shared.state.provenance import line_digest
 
