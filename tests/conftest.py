@@ -20,7 +20,13 @@ from testing.locks import watch_the_state_lock
 from testing.repo import MakeRepo, build_repo
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
+    _sigint_default()
+    _temp_in_memory(config)
+
+
+def _sigint_default() -> None:
     """Children get SIGINT as a terminal or a CI cancel sends it, whatever ran the suite.
 
     A script that starts `make test` in the background without job control (`make test &`
@@ -33,6 +39,32 @@ def pytest_configure(config: pytest.Config) -> None:
 
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def _temp_in_memory(config: pytest.Config) -> None:
+    """The temporary repositories in memory (`/dev/shm`) where there is one with room.
+
+    Every state save, report and ref update fsyncs, as it must; on a disk that costs a
+    journal commit each, and the suite makes tens of thousands. On tmpfs an fsync costs
+    nothing, and nothing else changes. One folder per run (two runs at once never clear
+    each other's), removed when the run ends; `--basetemp` chooses another place.
+    """
+    import shutil
+    import tempfile
+
+    if config.option.basetemp or hasattr(config, "workerinput"):
+        return  # (xdist hands each worker a folder inside the controller's)
+    shm = Path("/dev/shm")
+    try:
+        st = os.statvfs(shm)
+        roomy = st.f_bavail * st.f_frsize >= 2 << 30 and os.access(shm, os.W_OK)
+    except OSError:
+        return
+    if not roomy:
+        return
+    where = tempfile.mkdtemp(prefix=f"hunkwise-tests-{os.getuid()}-", dir=shm)
+    config.option.basetemp = where
+    config.add_cleanup(lambda: shutil.rmtree(where, ignore_errors=True))
 
 
 @pytest.hookimpl(optionalhook=True)
