@@ -76,12 +76,12 @@ def _fake_wheel(where: Path) -> Path:
 
 
 @pytest.mark.slow
-def test_the_wheel_lives_beside_packages_that_ship_shared_and_worker(tmp_path: Path) -> None:
-    dist = tmp_path / "dist"
+def test_the_wheel_lives_beside_packages_that_ship_shared_and_worker(
+        tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    from testing.wheel import built_wheel
+
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
-    subprocess.run([*pip, "wheel", "--no-deps", "-w", str(dist), str(ROOT)], check=True,
-                   capture_output=True)
-    wheel = next(dist.glob("hunkwise-*.whl"))
+    wheel = built_wheel(tmp_path_factory)
     tops = {n.split("/")[0] for n in zipfile.ZipFile(wheel).namelist()}
     assert {t for t in tops if not t.endswith(".dist-info")} == {"hunkwise"}
 

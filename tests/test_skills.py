@@ -4,8 +4,6 @@ and Codex read a project's skills, and removed again (issue 26)."""
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
@@ -88,10 +86,9 @@ def test_launch_makes_the_worker_skill_available_to_a_claude_agent(make_repo, co
 
 
 @pytest.mark.slow
-def test_a_wheel_ships_the_skills(tmp_path: Path) -> None:
-    dist = tmp_path / "dist"
-    subprocess.run([sys.executable, "-m", "pip", "--disable-pip-version-check", "-q", "wheel",
-                    "--no-deps", "-w", str(dist), str(ROOT)], check=True, capture_output=True)
-    names = zipfile.ZipFile(next(dist.glob("hunkwise-*.whl"))).namelist()
+def test_a_wheel_ships_the_skills(tmp_path_factory: pytest.TempPathFactory) -> None:
+    from testing.wheel import built_wheel
+
+    names = zipfile.ZipFile(built_wheel(tmp_path_factory)).namelist()
     for name in skills.NAMES:
         assert f"hunkwise/skills/{name}/SKILL.md" in names
