@@ -47,9 +47,9 @@ def _temp_in_memory(config: pytest.Config) -> None:
     Every state save, report and ref update fsyncs, as it must; on a disk that costs a
     journal commit each, and the suite makes tens of thousands. On tmpfs an fsync costs
     nothing, and nothing else changes. One folder per run (two runs at once never clear
-    each other's), removed when the run ends; `--basetemp` chooses another place.
+    each other's), removed when the run passes and kept, with a failing test's folder in
+    it, when it fails (`pytest_sessionfinish`); `--basetemp` chooses another place.
     """
-    import shutil
     import tempfile
 
     if config.option.basetemp or hasattr(config, "workerinput"):
@@ -64,7 +64,22 @@ def _temp_in_memory(config: pytest.Config) -> None:
         return
     where = tempfile.mkdtemp(prefix=f"hunkwise-tests-{os.getuid()}-", dir=shm)
     config.option.basetemp = where
-    config.add_cleanup(lambda: shutil.rmtree(where, ignore_errors=True))
+    config.stash[_IN_MEMORY] = where
+
+
+_IN_MEMORY = pytest.StashKey[str]()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    where = session.config.stash.get(_IN_MEMORY, None)
+    if where is None:
+        return
+    if exitstatus == 0:
+        import shutil
+
+        shutil.rmtree(where, ignore_errors=True)
+    else:
+        print(f"\nthe failing tests' folders are kept in {where}", file=sys.stderr)
 
 
 @pytest.hookimpl(optionalhook=True)
