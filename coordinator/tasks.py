@@ -468,7 +468,7 @@ def status(ctx: Ctx, *, everything: bool = False) -> StatusResult:
     now = time.time()
     tv = view(ctx.repo, active_tasks(state))
     pending, _odd = inbox.entries(ctx.lay.inbox, "new")
-    staged = git.index_dirty(ctx.repo)
+    staged = git.index_dirty(ctx.repo, remembered=True)
     unowned: list[UnownedChange] = [{"path": ch.path, "kind": ch.kind, "lines": lines_of(h)}
                                     for ch, h in tv.attribution.unowned]
     conflicts: list[ContestedChange] = [{"path": ch.path, "tasks": tids, "lines": lines_of(h)}

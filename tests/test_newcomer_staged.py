@@ -45,3 +45,41 @@ def test_no_warning_with_a_clean_index(coord: Cli, worker: Cli, make_repo: MakeR
     ok(coord(repo, "assign", "t1", "--title", "T", "--expect", "E", "--write", "a.txt"))
     r = worker(repo, "start", "t1", session=S)
     assert r.code == 0 and "staged" not in r.stderr
+
+
+def test_a_clean_index_is_remembered_and_every_stage_after_it_still_named(
+        coord: Cli, worker: Cli, make_repo: MakeRepo) -> None:
+    """An index found clean is not read again while it and HEAD stay as they were (a
+    10 MB index at 100,000 files); a `git add`, a commit or a `git restore --staged` after
+    it is seen at once, even within the same second."""
+    import os
+
+    from hunkwise.shared import git as hw_git
+
+    repo = make_repo({"a.txt": "a\n", "b.txt": "b\n"})
+    ok(coord(repo, "assign", "t1", "--title", "T", "--expect", "E", "--write", "a.txt"))
+    ok(worker(repo, "start", "t1", session=S))
+    assert hw_git.index_dirty(repo, remembered=True) == []
+    stamp = repo / ".git" / "hunkwise" / "index-clean"
+    assert stamp.exists()
+    calls: list[tuple[str, ...]] = []
+    real = hw_git.run
+    hw_git.run = lambda r, *a, **k: (calls.append(a), real(r, *a, **k))[1]  # type: ignore[assignment]
+    try:
+        assert hw_git.index_dirty(repo, remembered=True) == []
+        assert not any(a[0] == "diff-index" for a in calls)  # remembered: not read again
+    finally:
+        hw_git.run = real  # type: ignore[assignment]
+    before = os.stat(repo / ".git" / "index").st_mtime_ns
+    write(repo, "b.txt", "B\n")
+    git(repo, "add", "b.txt")
+    os.utime(repo / ".git" / "index", ns=(before, before))  # the same time: still seen
+    r = worker(repo, "heartbeat", "t1", session=S)
+    assert "staged in the index: b.txt" in r.stderr
+    assert ok(coord(repo, "status"))["staged"] == ["b.txt"]
+    git(repo, "restore", "--staged", "b.txt")
+    assert "staged" not in worker(repo, "heartbeat", "t1", session=S).stderr
+    # The gate never trusts the memory: accept reads the index itself.
+    git(repo, "add", "b.txt")
+    stamp.write_text(stamp.read_text())  # (a forged stamp would say nothing to it)
+    assert hw_git.index_dirty(repo) == ["b.txt"]

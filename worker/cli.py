@@ -48,7 +48,7 @@ def _warn_staged(ctx) -> None:  # type: ignore[no-untyped-def]
     from hunkwise.shared import git
 
     try:
-        staged = git.index_dirty(ctx.repo)
+        staged = git.index_dirty(ctx.repo, remembered=True)
     except CoordError:
         return  # no HEAD yet, or an unreadable index: the command itself will say
     if staged:

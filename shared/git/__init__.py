@@ -427,11 +427,37 @@ def index_info(entries: Mapping[str, tuple[str, str] | None], repo: Path | None 
     return b"".join(lines)
 
 
-def index_dirty(repo: Path) -> list[str]:
-    """Paths whose index entry differs from HEAD (staged by someone, or unmerged)."""
+def index_dirty(repo: Path, *, remembered: bool = False) -> list[str]:
+    """Paths whose index entry differs from HEAD (staged by someone, or unmerged).
+
+    `remembered`: for a warning or a listing, never a gate. An index found clean is
+    remembered with its stat data and HEAD's tree; while neither changed it is clean
+    without reading it again (a 10 MB index at 100,000 files: 15-25 ms). git replaces the
+    index by a rename, so every write gives it another inode."""
     base = head_tree(repo)
+    stamp = git_dir(repo) / "hunkwise" / "index-clean"
+    if remembered:
+        try:
+            st = os.stat(git_dir(repo) / "index")
+            now = f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns} {base}"
+        except OSError:
+            now = ""
+        try:
+            if now and stamp.read_text() == now:
+                return []
+        except OSError:
+            pass
     out = run(repo, "diff-index", "--cached", "-z", "--name-only", "--no-renames", base)
-    return [os.fsdecode(p) for p in out.split(b"\0") if p]
+    staged = [os.fsdecode(p) for p in out.split(b"\0") if p]
+    if remembered and now and not staged:
+        try:
+            stamp.parent.mkdir(exist_ok=True)
+            tmp = stamp.with_name(f"index-clean.{os.getpid()}")
+            tmp.write_text(now)
+            os.replace(tmp, stamp)
+        except OSError:
+            pass  # (only a cost: read again next time)
+    return staged
 
 
 def tracked_and_untracked(repo: Path) -> list[str]:
