@@ -211,3 +211,95 @@ def test_a_second_worker_start_reads_the_tree_once(make_repo: MakeRepo, coord: C
     reads = [c for c in run("worker", repo, "start", "A", "--session", s)
              if c.split(" ")[0] == "write-tree"]
     assert len(reads) == 1, reads
+
+
+def _full_record(repo: Path, tid: str) -> tuple[dict, dict, str]:  # type: ignore[type-arg]
+    """What a record of the whole tree holds for the task: hunks, whole files, own tree."""
+    from hunkwise.shared.hunks.taskview import active_tasks, select, view
+    from hunkwise.shared.state import store
+    from hunkwise.shared.state.context import open_repo
+    from hunkwise.shared.work.recovery import own_trees, record_of
+
+    ctx = open_repo(str(repo))
+    state = store.load(ctx.lay)
+    hold = snapshot._try_lock(hgit.git_dir(repo) / snapshot.KEPT / "lock")
+    try:
+        tv = view(repo, active_tasks(state), snapshot.take(repo))  # through a fresh copy
+    finally:
+        if hold is not None:
+            hold()
+    sel = select(tv, state.tasks[tid])
+    hunks, whole = record_of(sel)
+    return hunks, whole, own_trees(repo, tv, [sel])[0]
+
+
+def _saved(repo: Path, tid: str):  # type: ignore[no-untyped-def]
+    from hunkwise.shared.state import store
+    from hunkwise.shared.state.context import open_repo
+
+    return store.load(open_repo(str(repo)).lay).tasks[tid].saved
+
+
+def test_a_heartbeat_reads_its_grants_alone_and_records_what_the_whole_tree_gives(
+        make_repo: MakeRepo, coord: Cli, worker: Cli, tmp_path: Path) -> None:
+    """A record due at a heartbeat is taken from a snapshot of the paths the task's grants
+    and record hold (`add -A` of those alone: at 100,000 files a quarter of the cost). Step
+    by step, with another task editing beside it and elsewhere, new files, deletions, and
+    a file no task holds come and gone, the record is what a snapshot of the whole tree
+    gives."""
+    repo = make_repo({"m.py": numbered(12), "src/x.txt": numbered(3), "lib/a.py": "a\n",
+                      "lib/b.txt": "b\n", "other/o.txt": "o\n"})
+    ok(coord(repo, "assign", "A", "--title", "A", "--expect", "e", "--write", "m.py:1-6",
+             "--write", "src/**", "--write", "lib/*.py", "--write", "plan/new.md"))
+    ok(coord(repo, "assign", "B", "--title", "B", "--expect", "e", "--write", "m.py:7-12",
+             "--write", "other/**", "--write", "lib/b.txt"))
+    ok(worker(repo, "start", "A"))
+    ok(worker(repo, "start", "B"))
+    run = traced(tmp_path)
+    steps = [
+        lambda: set_line(repo, "m.py", 2, "A's line"),
+        lambda: set_line(repo, "m.py", 9, "B's line"),  # beside it, in the same file
+        lambda: write(repo, "other/o.txt", "B elsewhere\n"),
+        lambda: write(repo, "src/new/deep.txt", "A's new file\n"),
+        lambda: write(repo, "lib/c.py", "A's module\n"),
+        lambda: write(repo, "lib/b.txt", "B's, under A's glob folder\n"),
+        lambda: (repo / "src" / "x.txt").unlink(),
+        lambda: write(repo, "plan/new.md", "A's planned file\n"),
+        lambda: write(repo, "lib/zz.txt", "no task's, in A's folder\n"),
+        lambda: (repo / "lib" / "zz.txt").unlink(),  # in the kept index, gone from the tree
+        lambda: write(repo, "src/new/deep.txt", "A's again\n"),
+    ]
+    for i, step in enumerate(steps):
+        step()
+        calls = run("worker", repo, "heartbeat", "A")
+        adds = [c for c in calls if c.startswith("add ")]
+        # Its paths alone (and the whole tree again where work was lost: read jointly).
+        assert adds and ":(literal)" in adds[0] and "-- ." not in adds[0], (i, adds)
+        saved = _saved(repo, "A")
+        hunks, whole, own = _full_record(repo, "A")
+        assert (saved.hunks, saved.whole) == (hunks, whole), i
+        assert saved.own == own, i
+        # Another task's work elsewhere is no part of it: HEAD's there.
+        assert git(repo, "show", f"{saved.tree}:other/o.txt") == "o\n"
+    # Work lost is read against the whole tree, and named.
+    (repo / "plan" / "new.md").unlink()
+    assert ok(worker(repo, "heartbeat", "A"))["lost"][0]["paths"] == ["plan/new.md"]
+    hgit.close_readers()
+
+
+def test_paths_git_will_not_take_alone_are_read_with_the_whole_tree(
+        make_repo: MakeRepo, coord: Cli, worker: Cli) -> None:
+    """An empty folder granted (no file in it to add), and a grant reached through a
+    symbolic link: the heartbeat's record is still taken, from the whole tree."""
+    repo = make_repo({"a.txt": "a\n", "real/f.txt": "f\n"})
+    (repo / "empty").mkdir()
+    (repo / "link").symlink_to("real")
+    ok(coord(repo, "assign", "A", "--title", "A", "--expect", "e", "--write", "a.txt",
+             "--write", "empty/**", "--write", "link/f.txt"))
+    ok(worker(repo, "start", "A"))
+    write(repo, "a.txt", "A's\n")
+    ok(worker(repo, "heartbeat", "A"))
+    saved = _saved(repo, "A")
+    assert saved is not None and "a.txt" in (*saved.hunks, *saved.whole)
+    assert (saved.hunks, saved.whole, saved.own) == _full_record(repo, "A")
+    hgit.close_readers()

@@ -96,6 +96,27 @@ def grant_stat(repo: Path, task: Task) -> str | None:
     return h.hexdigest()
 
 
+def scope(tasks: list[Task]) -> list[str] | None:
+    """The paths a snapshot of these tasks' work must read: each grant's file, folder, or
+    the folder a glob's matches lie under, and each path the tasks' records hold. None when
+    that is the whole tree (a glob at the top) or a path is not plain (quoted in records)."""
+    out: set[str] = set()
+    for task in tasks:
+        for g in task.grants:
+            magic = g.kind == "glob" and any(ch in g.path for ch in "*?[")
+            path = _literal_dir(g.path) if magic else g.path.strip("/")
+            if not path:
+                return None
+            out.add(path)
+        saved = task.saved
+        for rp in (*saved.hunks, *saved.whole) if saved is not None else ():
+            if "\\" in rp or rp.startswith('"'):
+                return None
+            out.add(rp)
+    # A path inside another is read with it.
+    return sorted(p for p in out if not any(p.startswith(q + "/") for q in out))
+
+
 def _stamp_file(repo: Path, task_id: str) -> Path:
     return git.git_dir(repo) / HOME / task_id.replace("/", "%")
 

@@ -514,12 +514,16 @@ def record_now(ctx: Ctx, task_ids: Iterable[str], snap: snapshot.Snapshot | None
     if not ids:
         return {}
     digests: dict[str, str | None] = {}
+    only: list[str] | None = None
     if snap is None:
         digests = {t: quiet.grant_stat(ctx.repo, state.tasks[t]) for t in ids}
         head = git.head(ctx.repo)
         if all(quiet.is_quiet(ctx.repo, state.tasks[t], digests[t], head) for t in ids):
             return {}
-    snap = snap or snapshot.take(ctx.repo)
+        # Due: a snapshot of the paths these tasks' grants and records hold is all the
+        # records need (what other tasks did elsewhere is no part of them).
+        only = quiet.scope([state.tasks[t] for t in ids])
+    snap = snap or snapshot.take(ctx.repo, only=only)
     current = {t for t in ids if (s := state.tasks[t].saved) is not None
                and s.tree == snap.tree and s.base == snap.head}
     if len(current) == len(ids):
@@ -529,6 +533,10 @@ def record_now(ctx: Ctx, task_ids: Iterable[str], snap: snapshot.Snapshot | None
         # not this task's, and its next heartbeat needs no snapshot either.)
         tv = view(ctx.repo, active_tasks(state), snap)
         losses = record_wip(ctx, state, tv, ids, current)
+        if losses and only is not None:
+            # Lost work is read against the whole tree (a joint reading weighs every
+            # task's records): read it again so.
+            return record_now(ctx, ids, snapshot.take(ctx.repo))
         if any(lost.hunks for lost in losses.values()):
             everyone = read_jointly(ctx.repo, state, losses, tv)
             losses = {t: everyone[t] for t in losses}
