@@ -521,17 +521,20 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
             told = 0
             if ev:
                 held = set(r.tasks)
-                for line in Counter(share) - Counter(old):
+                for line, k in (Counter(share) - Counter(old)).items():
                     writers = ev.get(_digest(line), _NONE)[0]
                     if writers and not held & set(writers):
                         return None
                     # (A blank line or a bracket on record says nothing of where: every
-                    # holder's edit may have written one.)
-                    told += bool(held & set(writers)) and _strong(line)
+                    # holder's edit may have written one.) Each copy counts, as many as
+                    # the holders wrote: a range beside the point, weighed line by line,
+                    # must not gain by taking one of two copies from it.
+                    if _strong(line):
+                        told += min(k, sum(n for t, n in writers.items() if t in held))
                     # A line no holder is on record as writing, while they are on record in
                     # this file: not one of theirs (a blank line left where it was, say).
                     if not held & set(writers) and held & seen:
-                        told -= 1
+                        told -= k
             return (-row[e - s], told, 0, 0, 0, 0)
         if r.owner is None:
             # A gap beside a point keeps the most of its old lines, blank ones too: the
