@@ -7,10 +7,12 @@ appears in the working tree or in `git status`, and every worktree of the repo s
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import tempfile
 import time
+import typing
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -190,6 +192,18 @@ def _trusted_loads(data: bytes) -> Any:
 
 
 def _parse_state(lay: Layout, data: bytes) -> State:
+    # A state of many tasks is tens of thousands of new objects, none of them in a cycle:
+    # the collector would walk them again and again while they are made, for nothing.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _parse_state_now(lay, data)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _parse_state_now(lay: Layout, data: bytes) -> State:
     try:
         doc = _trusted_loads(data)
         version = doc.get("version", 1) if isinstance(doc, dict) else None
@@ -257,18 +271,34 @@ def _json_form(v: Any) -> Any:
     """What the C encoder cannot write itself: a record, one level deep, keys as JSON
     names them (its lists, dicts, strings, numbers and str enums it writes as they are)."""
     if isinstance(v, Record):
-        keys = _KEYS.get(type(v))
-        if keys is None:
-            later = type(v)._written_when_set
-            keys = _KEYS[type(v)] = tuple(
-                (name, spec.key or name, spec.omit or name in later,
-                 _default_of(spec) if spec.omit or name in later else None)
-                for name, spec in v._decl)
-        d = v.__dict__
-        # Fields written only when set leave a document as an earlier release wrote it.
-        return {key: d[name] for name, key, omit, default in keys
-                if not (omit and d[name] == default)}
+        form = _FORMS.get(type(v))
+        if form is None:
+            form = _FORMS[type(v)] = _form_of(type(v))
+        return form(v)
     raise TypeError(f"{type(v).__name__} is not JSON")
+
+
+def _form_of(cls: type[Record]) -> Callable[[Record], dict[str, Any]]:
+    """A record's JSON object, written out as one function: its fields in order, a field
+    written only when set (`F(omit=True)`, or a record's `_written_when_set`, which leaves
+    a document as an earlier release wrote it) left out while it holds its default."""
+    later = cls._written_when_set
+    ns: dict[str, Any] = {}
+    head: list[str] = []
+    tail: list[str] = []
+    for i, (name, spec) in enumerate(cls._decl):
+        key, at = repr(spec.key or name), repr(name)
+        if spec.omit or name in later:
+            ns[f"D{i}"] = _default_of(spec)
+            tail += [f"    x = d[{at}]", f"    if not x == D{i}:", f"        out[{key}] = x"]
+        elif tail:
+            tail.append(f"    out[{key}] = d[{at}]")
+        else:
+            head.append(f"{key}: d[{at}]")
+    src = "\n".join(["def form(v):", "    d = v.__dict__", f"    out = {{{', '.join(head)}}}",
+                     *tail, "    return out"]) + "\n"
+    exec(compile(src, f"<json form of {cls.__name__}>", "exec"), ns)  # noqa: S102 - our own source
+    return typing.cast(Callable[[Record], dict[str, Any]], ns["form"])
 
 
 def _default_of(spec: Any) -> Any:
@@ -277,7 +307,7 @@ def _default_of(spec: Any) -> Any:
     return spec.factory() if spec.default is MISSING else spec.default
 
 
-_KEYS: dict[type, tuple[tuple[str, str, bool, Any], ...]] = {}
+_FORMS: dict[type, Callable[[Record], dict[str, Any]]] = {}
 _ENCODE = json.JSONEncoder(default=_json_form, ensure_ascii=False, allow_nan=False,
                            separators=(",", ":"), check_circular=False).encode
 
