@@ -358,16 +358,8 @@ def _generated_reader(cls: type[Record]) -> Reader:
              "        values.update(doc)",
              *rest,
              "        return obj",
-             "    if not isinstance(doc, dict):",
-             "        raise RecordError(f'expected an object, not {_kind(doc)}')",
-             "    obj = new(cls)",
-             "    values = obj.__dict__",
-             "    seen = 0",
-             *_field_by_field(fields, ns),
-             "    if seen != len(doc):",
-             "        extra = next((k for k in doc if k not in KNOWN), None)",
-             "        raise RecordError('unknown field', (str(extra),))",
-             "    return obj"]
+             "    return generic(doc)"]
+    ns["generic"] = _generic_reader(cls)  # anything else: read field by field, as ever
     return _exec("read", "\n".join(lines) + "\n", ns)
 
 
@@ -420,31 +412,6 @@ def _common_case(fields: tuple[_Field, ...], sometimes: set[str],
         else:
             rest += [f"        {pad}{ln}" for ln in call]
     return plain, rest
-
-
-def _field_by_field(fields: tuple[_Field, ...], ns: dict[str, Any]) -> list[str]:
-    """Every other document, read as the generic reader reads it: each field in order,
-    then the count of the keys read against the document's."""
-    lines: list[str] = []
-    for i, f in enumerate(fields):
-        key = repr(f.key)
-        check = _fast(f.read, "raw", ns, str(i))
-        lines += [f"    if {key} in doc:",
-                  f"        raw = doc[{key}]",
-                  "        seen += 1"]
-        call = ["try:", f"    values[{key}] = R{i}(raw)", "except RecordError as e:",
-                f"    raise e.at({key}) from None"]
-        if check is not None:
-            lines += [f"        if {check}:", f"            values[{key}] = raw", "        else:",
-                      *[f"            {ln}" for ln in call]]
-        else:
-            lines += [f"        {ln}" for ln in call]
-        lines.append("    else:")
-        if f.required:
-            lines.append(f"        raise RecordError('missing', ({key},))")
-        else:
-            lines.append(f"        {_default_line(i, f, ns)}")
-    return lines
 
 
 # Records made in code (not read): the same warming, then a written-out `__init__` that
@@ -575,8 +542,14 @@ def _compile(tp: Any, con: Constraint | None = None) -> Reader:
         return read
     if origin is tuple:
         parts = [_compile(a) for a in typing.get_args(tp)]
+        # Parts that are plain strings, integers or booleans: a list of exactly those
+        # types is the tuple of its items as they are.
+        scalars: dict[Reader, type] = {_str: str, _int: int, _bool: bool}
+        kinds = tuple(scalars[r] for r in parts) if all(r in scalars for r in parts) else None
 
         def tuple_(v: Any) -> Any:
+            if kinds is not None and v.__class__ is list and tuple(map(type, v)) == kinds:
+                return tuple(v)
             if not isinstance(v, list | tuple) or len(v) != len(parts):
                 raise RecordError(f"expected a list of {len(parts)}, not {_kind(v)}")
             out = []
