@@ -118,9 +118,13 @@ def find_conflicts(
         if not task.active:
             continue
         for theirs in task.grants:
-            their_files = grant_files(theirs, files)
+            # A glob's files matter only where ours hold some (their intersection); the
+            # patterns alone decide the rest.
+            their_files: set[str] | None = None
             for ours, our_files in zip(new_grants, new_files, strict=False):
-                hit = _clash(ours, our_files, theirs, their_files,
+                if their_files is None and (our_files or theirs.kind != "glob"):
+                    their_files = grant_files(theirs, files)
+                hit = _clash(ours, our_files, theirs, their_files or set(),
                              exclusive or task.exclusive, serial)
                 if hit is not None:
                     found.append(Conflict(task.id, hit, str(ours), str(theirs)))
