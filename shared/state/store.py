@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from hunkwise.shared import git
 from hunkwise.shared.errors import StateRefused, UsageError
 from hunkwise.shared.state.models import STATE_VERSION, State, check_task
-from hunkwise.shared.state.schema import Record, RecordError
+from hunkwise.shared.state.schema import WARM, Record, RecordError
 
 if TYPE_CHECKING:
     from hunkwise.shared.state.documents import ArchiveLine
@@ -271,10 +271,26 @@ def _json_form(v: Any) -> Any:
     """What the C encoder cannot write itself: a record, one level deep, keys as JSON
     names them (its lists, dicts, strings, numbers and str enums it writes as they are)."""
     if isinstance(v, Record):
-        form = _FORMS.get(type(v))
-        if form is None:
-            form = _FORMS[type(v)] = _form_of(type(v))
-        return form(v)
+        cls = type(v)
+        form = _FORMS.get(cls)
+        if form is not None:
+            return form(v)
+        # Written out (a compile) once a class has been written WARM times in this
+        # process, as its reader is (shared/state/schema.py); until then, field by field.
+        n = _WRITTEN[cls] = _WRITTEN.get(cls, 0) + 1
+        if n >= WARM:
+            form = _FORMS[cls] = _form_of(cls)
+            return form(v)
+        keys = _KEYS.get(cls)
+        if keys is None:
+            later = cls._written_when_set
+            keys = _KEYS[cls] = tuple(
+                (name, spec.key or name, spec.omit or name in later,
+                 _default_of(spec) if spec.omit or name in later else None)
+                for name, spec in cls._decl)
+        d = v.__dict__
+        return {key: d[name] for name, key, omit, default in keys
+                if not (omit and d[name] == default)}
     raise TypeError(f"{type(v).__name__} is not JSON")
 
 
@@ -308,6 +324,8 @@ def _default_of(spec: Any) -> Any:
 
 
 _FORMS: dict[type, Callable[[Record], dict[str, Any]]] = {}
+_WRITTEN: dict[type, int] = {}
+_KEYS: dict[type, tuple[tuple[str, str, bool, Any], ...]] = {}
 _ENCODE = json.JSONEncoder(default=_json_form, ensure_ascii=False, allow_nan=False,
                            separators=(",", ":"), check_circular=False).encode
 
