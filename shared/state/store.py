@@ -193,12 +193,16 @@ def _trusted_loads(data: bytes) -> Any:
 
 def _parse_state(lay: Layout, data: bytes) -> State:
     # A state of many tasks is tens of thousands of new objects, none of them in a cycle:
-    # the collector would walk them again and again while they are made, for nothing.
+    # the collector would walk them again and again while they are made, for nothing, and
+    # twice more as they age. They go straight to the oldest generation instead (freeze
+    # and unfreeze), which only a full collection walks.
     collecting = gc.isenabled()
     gc.disable()
     try:
         return _parse_state_now(lay, data)
     finally:
+        gc.freeze()
+        gc.unfreeze()
         if collecting:
             gc.enable()
 
