@@ -2,7 +2,7 @@
 as paired ratios: the command and its floor run in turn (A B A B ...) and the ratio is taken
 pair by pair, so a machine whose speed drifts during the run moves both sides alike.
 
-    .venv/bin/python bench/costs.py [--quick] [--runs K] [--json PATH]
+    .venv/bin/python bench/costs.py [--quick] [--runs K] [--only GROUP] [--cpu] [--json PATH]
 
 Cases (see bench/README.md, "costs.py"):
 - `coord status` with 10 / 100 / 1,000 reported tasks (floor: `git status --porcelain` and
@@ -84,11 +84,22 @@ class Row:
                 "ratios": [round(r, 3) for r in self.ratios], "target": self.target}
 
 
+# What a run is timed by: wall time, or (`--cpu`) the CPU time of the process and its
+# children (user + system), steadier than wall time on a machine others load.
+CLOCK = {"cpu": False}
+
+
+def _children_cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
 def _once(argv: Sequence[Any], cwd: Path, env: dict[str, str]) -> float:
     t0 = time.perf_counter()
+    c0 = _children_cpu()
     p = subprocess.run([str(a) for a in argv], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    dt = time.perf_counter() - t0
+    dt = _children_cpu() - c0 if CLOCK["cpu"] else time.perf_counter() - t0
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(map(str, argv))} exited {p.returncode}: "
                            f"{p.stderr.decode(errors='replace')[-1500:]}")
@@ -336,13 +347,21 @@ def flatness(rows: list[Row]) -> list[list[str]]:
     return out
 
 
-def rows(quick: bool = False, runs: int | None = None) -> tuple[list[Row], list[list[str]]]:
+GROUPS = ("reported", "tree", "assign", "accept")
+
+
+def rows(quick: bool = False, runs: int | None = None,
+         only: Sequence[str] = GROUPS) -> tuple[list[Row], list[list[str]]]:
     k = runs or (3 if quick else 7)
     r: list[Row] = []
-    r += reported_rows(k, (10, 100, 1000))
-    r += tree_rows(k, (1000, 10000) if quick else (1000, 10000, 100000))
-    r += assign_rows(k, (10, 1000))
-    r += accept_rows(k)
+    if "reported" in only:
+        r += reported_rows(k, (10, 100, 1000))
+    if "tree" in only:
+        r += tree_rows(k, (1000, 10000) if quick else (1000, 10000, 100000))
+    if "assign" in only:
+        r += assign_rows(k, (10, 1000))
+    if "accept" in only:
+        r += accept_rows(k)
     return r, flatness(r)
 
 
@@ -353,9 +372,14 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="3 pairs a case, no 100,000-file tree")
     ap.add_argument("--runs", type=int, default=None, help="pairs a case (default 7)")
+    ap.add_argument("--cpu", action="store_true",
+                    help="time each run by its CPU time (user + system, children included), not wall")
+    ap.add_argument("--only", action="append", choices=GROUPS, default=None,
+                    help="run only this group of rows (repeatable; default all)")
     ap.add_argument("--json", default=str(RESULTS / "costs.json"))
     a = ap.parse_args(argv)
-    found, flat = rows(a.quick, a.runs)
+    CLOCK["cpu"] = a.cpu
+    found, flat = rows(a.quick, a.runs, a.only or GROUPS)
     print(print_table([x.cells() for x in found] + flat, HEADER))
     Path(a.json).parent.mkdir(parents=True, exist_ok=True)
     Path(a.json).write_text(json.dumps({"rows": [x.as_json() for x in found],

@@ -282,7 +282,9 @@ def assign(ctx: Ctx, *, task_id: str | None, title: str, expect: str, writes: li
     clashes = find_conflicts(grants, exclusive, active_tasks(seen), files, serial)
     with store.transaction(ctx.lay, reuse=seen) as state:
         sync_ranges(ctx.repo, state)
-        if _grant_key(state) != _grant_key(seen):
+        # The state read before is the one given back when nobody wrote since (the same
+        # object: its grants are those the clashes were found for).
+        if state is not seen and _grant_key(state) != _grant_key(seen):
             clashes = find_conflicts(grants, exclusive, active_tasks(state), files, serial)
         if task_id is None:
             while f"task-{state.next_task:03d}" in state.tasks:

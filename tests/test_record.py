@@ -285,3 +285,145 @@ def test_a_record_declares_its_fields_as_a_keyword_only_dataclass_would() -> Non
     with pytest.raises(ValueError, match="mutable default"):
         class Bad(Record):
             items: list[int] = []  # noqa: RUF012
+
+
+# ---- the written-out readers read as the generic one --------------------------------
+
+_JUNK: list[Any] = [None, True, False, 0, -1, 7, 2**40, 1.5, -0.0, float("inf"), "", "x", "glob",
+                    "range", "approved", "report", "a" * 64, "A" * 64, "x" * (MAX_TEXT + 1),
+                    [], [1], ["a"], [[1, 2, "c" * 64]], {}, {"a": 1}, {"kind": "glob"}]
+
+
+def _paths(node: Any, at: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [at] if at else []
+    if isinstance(node, dict):
+        for k, v in node.items():
+            out += _paths(v, (*at, k))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            out += _paths(v, (*at, i))
+    return out
+
+
+def _mutated(doc: Any, rng: random.Random) -> Any:
+    """`doc` with one to three random changes: a value replaced, a key dropped or added."""
+    doc = copy.deepcopy(doc)
+    for _ in range(rng.randint(1, 3)):
+        paths = _paths(doc)
+        if not paths:
+            break
+        path = rng.choice(paths)
+        node = doc
+        for p in path[:-1]:
+            node = node[p]
+        move = rng.random()
+        if move < 0.6:
+            node[path[-1]] = rng.choice(_JUNK)
+        elif move < 0.8 and isinstance(node, dict):
+            del node[path[-1]]
+        elif isinstance(node, dict):
+            node[rng.choice(["extra", "kind", "brief", "launch", "recheck", "symbol", "from"])] = \
+                rng.choice(_JUNK)
+    return doc
+
+
+def _outcome(read: Any, doc: Any) -> Any:
+    try:
+        return ("read", read(doc))
+    except RecordError as e:
+        return ("refused", str(e), e.loc)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_a_record_read_by_its_written_out_reader_reads_as_by_the_generic_one(seed: int) -> None:
+    """A record read many times in one process (a state of many tasks, a report of many
+    hunks) is read by a reader written out for its class: on any document, valid or not,
+    it gives the same record or the same refusal (message and place) as the generic one."""
+    from hunkwise.shared.state import schema
+
+    rng = random.Random(seed)
+    state = _state(rng)
+    cases: list[tuple[type[Record], Any]] = [(State, state.model_dump(by_alias=True))]
+    cases += [(Task, t.model_dump(by_alias=True)) for t in state.tasks.values()]
+    cases += [(WorkReport, REPORT), (State, BASE)]
+    for cls, doc in cases:
+        fast, generic = schema._generated_reader(cls), schema._generic_reader(cls)
+        assert _outcome(fast, doc) == _outcome(generic, doc)
+        for _ in range(40):
+            bad = _mutated(doc, rng)
+            assert _outcome(fast, bad) == _outcome(generic, bad), bad
+
+
+def _made(cls: type[Record], values: dict[str, Any], generated: bool) -> Any:
+    from hunkwise.shared.state import schema
+
+    obj = cls.__new__(cls)
+    try:
+        if generated:
+            schema._generated_init(cls)(obj, dict(values))
+        else:
+            schema._INITS.pop(cls, None)
+            schema._MADE[cls] = -10**9  # the generic __init__, not warming into another
+            cls.__init__(obj, **values)
+        return ("made", obj)
+    except (RecordError, TypeError) as e:
+        return ("refused", type(e).__name__, str(e))
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_a_record_made_by_its_written_out_init_is_made_as_by_the_generic_one(seed: int) -> None:
+    """A record made many times in one process (a report's hunks, a task's merged ranges)
+    is made by an `__init__` written out for its class: from any keyword arguments it
+    makes the same record, or refuses with the same error, as the generic one."""
+    from hunkwise.shared.state.models import ChangeEntry, HunkEntry
+
+    rng = random.Random(seed)
+    state = _state(rng)
+    made: list[tuple[type[Record], dict[str, Any]]] = []
+    for t in state.tasks.values():
+        made.append((Task, dict(t.__dict__)))
+        made += [(type(g), dict(g.__dict__)) for g in t.grants]
+    report = validate_report(REPORT)
+    assert isinstance(report, WorkReport)
+    made += [(ChangeEntry, dict(e.__dict__)) for e in report.changes]
+    made += [(HunkEntry, dict(h.__dict__)) for e in report.changes for h in e.hunks]
+    try:
+        for cls, values in made:
+            assert _made(cls, values, True) == _made(cls, values, False)
+            for _ in range(30):
+                bad = dict(values)
+                move = rng.random()
+                name = rng.choice(sorted(bad))
+                if move < 0.6:
+                    bad[name] = rng.choice(_JUNK)
+                elif move < 0.8:
+                    del bad[name]
+                else:
+                    bad[rng.choice(["extra", "kind", "symbol"])] = rng.choice(_JUNK)
+                assert _made(cls, bad, True) == _made(cls, bad, False), (cls, bad)
+    finally:
+        from hunkwise.shared.state import schema
+
+        schema._MADE.clear()
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_a_record_written_by_its_written_out_form_is_written_as_by_the_generic_one(seed: int) -> None:
+    """A record written many times in one process (a state of many tasks) is written by a
+    function written out for its class: the same keys, in the same order, with the same
+    values as the generic form, fields written only when set left out alike."""
+    rng = random.Random(seed)
+    state = _state(rng)
+    records: list[Record] = [state, *state.tasks.values(), *state.signals, *state.decisions,
+                             *state.checkpoints.values()]
+    for t in state.tasks.values():
+        records += [*t.grants, *t.notes]
+        records += [r for r in (t.claim, t.saved, t.handover) if r is not None]
+    for r in records:
+        cls = type(r)
+        store._FORMS.pop(cls, None)
+        store._WRITTEN.pop(cls, None)
+        generic = store._json_form(r)  # the first of its class: field by field
+        assert list(store._form_of(cls)(r).items()) == list(generic.items())
+    store._FORMS.clear()
+    store._WRITTEN.clear()

@@ -107,11 +107,18 @@ def _fast_import(repo: Path, stream: Sequence[bytes], marks: Iterable[int]) -> l
     return [table[b":%d" % m].decode().strip() for m in marks]
 
 
+# Bytes a path keeps as they are: printable ASCII but the quote and the backslash.
+_PLAIN = bytes(b for b in range(0x20, 0x7F) if b not in (0x22, 0x5C))
+
+
 def _fi_path(path: str) -> bytes:
     """A path as fast-import reads it: C-quoted, every byte outside printable ASCII (and
     the quote and backslash) as an octal escape, so no name can end a command early."""
+    raw = os.fsencode(path)
+    if not raw.translate(None, _PLAIN):
+        return b'"' + raw + b'"'  # nothing to escape
     out = bytearray(b'"')
-    for b in os.fsencode(path):
+    for b in raw:
         if b in (0x22, 0x5C):
             out += b"\\" + bytes([b])
         elif 0x20 <= b < 0x7F:

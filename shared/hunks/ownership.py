@@ -38,9 +38,12 @@ def serial_matches(patterns: Sequence[str], path: str) -> bool:
     return any(glob_matches(p, path) for p in patterns)
 
 
+_NOT_LITERAL = re.compile(r"[*?\[\\]")  # a backslash escapes what follows (`note\ `): not literal
+
+
 def _literal_prefix(pattern: str) -> str:
     p = pattern.lstrip("/")
-    m = re.search(r"[*?\[\\]", p)  # a backslash escapes what follows (`note\ `): not literal
+    m = _NOT_LITERAL.search(p)
     return p[: m.start()] if m else p
 
 
@@ -67,8 +70,8 @@ def patterns_may_overlap(a: str, b: str) -> bool:
     apart only when, segment by segment from the root, one of their shared leading
     segments can match no common name. `**` matches any depth: past it, assume overlap.
     """
-    sa = [x for x in a.strip("/").split("/") if x]
-    sb = [x for x in b.strip("/").split("/") if x]
+    sa = filter(None, a.strip("/").split("/"))  # the non-empty segments, read as far as needed
+    sb = filter(None, b.strip("/").split("/"))
     for x, y in zip(sa, sb, strict=False):
         if x == "**" or y == "**":
             return True
@@ -115,9 +118,13 @@ def find_conflicts(
         if not task.active:
             continue
         for theirs in task.grants:
-            their_files = grant_files(theirs, files)
+            # A glob's files matter only where ours hold some (their intersection); the
+            # patterns alone decide the rest.
+            their_files: set[str] | None = None
             for ours, our_files in zip(new_grants, new_files, strict=False):
-                hit = _clash(ours, our_files, theirs, their_files,
+                if their_files is None and (our_files or theirs.kind != "glob"):
+                    their_files = grant_files(theirs, files)
+                hit = _clash(ours, our_files, theirs, their_files or set(),
                              exclusive or task.exclusive, serial)
                 if hit is not None:
                     found.append(Conflict(task.id, hit, str(ours), str(theirs)))
@@ -126,8 +133,8 @@ def find_conflicts(
 
 def _clash(ours: Grant, our_files: set[str], theirs: Grant, their_files: set[str],
            exclusive: bool, serial: Sequence[str]) -> str | None:
-    common = sorted(our_files & their_files)
-    for path in common:
+    common = our_files & their_files
+    for path in sorted(common) if common else ():
         if exclusive or serial_matches(serial, path):
             return path
         if ours.kind != "glob" and theirs.kind != "glob":

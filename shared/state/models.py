@@ -80,6 +80,9 @@ def check_task_id(value: str) -> TaskId:
     return TaskId(value)
 
 
+_DRIVE_RE = re.compile(r"^[A-Za-z]:[\\/]")
+
+
 def check_rel_path(path: str, what: str = "path", *, strict: bool = True) -> str:
     """A repository-relative path that cannot leave the repository or touch .git.
 
@@ -88,14 +91,15 @@ def check_rel_path(path: str, what: str = "path", *, strict: bool = True) -> str
     """
     if not path or "\0" in path:
         raise UsageError(f"{what} {path!r}: empty or holds a NUL byte")
-    if path.startswith("/") or re.match(r"^[A-Za-z]:[\\/]", path):
+    if path.startswith("/") or _DRIVE_RE.match(path):
         raise UsageError(f"{what} {path!r}: absolute paths are not allowed; give it from the repo root")
     if strict and "\\" in path:
         raise UsageError(f"{what} {path!r}: backslashes are not allowed; use '/'")
     parts = path.split("/")
-    if any(p == ".." for p in parts):
+    if ".." in parts:
         raise UsageError(f"{what} {path!r}: '..' would leave the repository")
-    if any(p.lower() == ".git" for p in parts):
+    # (A part that lowers to `.git` leaves `.git` in the whole path lowered.)
+    if ".git" in path.lower() and any(p.lower() == ".git" for p in parts):
         raise UsageError(f"{what} {path!r}: paths inside .git are never granted")
     if strict and any(ord(c) < 32 or ord(c) == 127 for c in path):
         raise UsageError(f"{what} {path!r}: control characters are not allowed")

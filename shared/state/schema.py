@@ -134,6 +134,11 @@ class Record:
         cls._decl = tuple(declared.items())
 
     def __init__(self, **values: Any) -> None:
+        made = _INITS.get(type(self))
+        if made is not None:
+            made(self, values)
+            return
+        _warm_init(type(self))
         mine = self.__dict__
         for name, spec in self._decl:
             if name in values:
@@ -229,6 +234,38 @@ def _plan(cls: type[Record]) -> tuple[_Field, ...]:
 
 
 def _reader_of(cls: type[Record]) -> Reader:
+    """The record's reader: the generic one below, until it has read WARM records of its
+    class in this process; then one written out for the class (see `_generated_reader`),
+    which costs a compile, paid back only where many are read (a state of many tasks, a
+    report of many hunks)."""
+    read = _READERS.get(cls)
+    if read is None:
+        read = _READERS[cls] = _warming(cls)
+    return read
+
+
+_READERS: dict[type, Reader] = {}
+WARM = 64
+
+
+def _warming(cls: type[Record]) -> Reader:
+    generic = _generic_reader(cls)
+    calls = 0
+    fast: Reader | None = None
+
+    def read(doc: Any) -> Any:
+        nonlocal calls, fast
+        if fast is not None:
+            return fast(doc)
+        calls += 1
+        if calls < WARM:
+            return generic(doc)
+        fast = _generated_reader(cls)
+        return fast(doc)
+    return read
+
+
+def _generic_reader(cls: type[Record]) -> Reader:
     def read(doc: Any) -> Any:
         if isinstance(doc, cls):
             return doc
@@ -264,6 +301,166 @@ def _reader_of(cls: type[Record]) -> Reader:
     return read
 
 
+# ---- generated readers ---------------------------------------------------------------
+#
+# The same reading as the closures above, written out as one function per record (and per
+# list or object of values) the first time it is used: each field's common case (a value
+# of exactly its type, within its limits) is an inline test that keeps the value as it
+# is; anything else goes to the field's own reader, which converts it or raises exactly
+# what it raises. What is read, in what order, and every error stay those of the closures.
+
+# Per reader: a test (Python source over one variable) true only for values the reader
+# returns unchanged without error, the names that test uses, and whether it is a plain
+# value's test (true for every value a record written by hunkwise holds there), not a
+# shortcut for some values only (None for an optional record).
+_FAST: dict[Any, tuple[str, dict[str, Any], bool]] = {}
+# Per reader: "enum" and its members by value (a string naming one reads as that member),
+# or "list" / "dict" (an empty one reads as a new empty one).
+_SHORT: dict[Any, tuple[str, Any]] = {}
+
+
+def _fast(read: Reader, var: str, ns: dict[str, Any], tag: str) -> str | None:
+    """The test of `read`'s common case on `var` (its names added to `ns` under `tag`)."""
+    known = _FAST.get(read)
+    if known is None:
+        return None
+    src, names, _plain = known
+    for k, v in names.items():
+        ns[f"{k}_{tag}"] = v
+    return "(" + src.replace("$", var).replace("@", f"_{tag}") + ")"
+
+
+def _exec(name: str, src: str, ns: dict[str, Any]) -> Reader:
+    ns.update(RecordError=RecordError, _kind=_kind)
+    exec(compile(src, f"<record reader {name}>", "exec"), ns)  # noqa: S102 - our own source
+    return typing.cast(Reader, ns[name])
+
+
+def _generated_reader(cls: type[Record]) -> Reader:
+    fields = _plan(cls)
+    if any(f.key != f.name for f in fields):
+        return _generic_reader(cls)
+    # Fields a record may leave out (written only when set) are looked for; the others
+    # are expected (every record hunkwise writes holds them).
+    later = cls._written_when_set
+    sometimes = {f.key for f in fields if not f.required and (f.omit or f.name in later)}
+    ns: dict[str, Any] = {"cls": cls, "new": cls.__new__,
+                          "KNOWN": frozenset(f.key for f in fields),
+                          "ALWAYS": frozenset(f.key for f in fields if f.key not in sometimes)}
+    plain, rest = _common_case(fields, sometimes, ns)
+    lines = ["def read(doc):",
+             "    if isinstance(doc, cls):",
+             "        return doc",
+             "    if doc.__class__ is dict and ALWAYS <= doc.keys() <= KNOWN and "
+             + " and ".join(plain or ["True"]) + ":",
+             "        obj = new(cls)",
+             "        values = obj.__dict__",
+             "        values.update(doc)",
+             *rest,
+             "        return obj",
+             "    return generic(doc)"]
+    ns["generic"] = _generic_reader(cls)  # anything else: read field by field, as ever
+    return _exec("read", "\n".join(lines) + "\n", ns)
+
+
+def _default_line(i: int, f: _Field, ns: dict[str, Any]) -> str:
+    """The statement that gives field `i` its default (a new one from its factory)."""
+    ns[f"D{i}"] = f.factory if f.default is MISSING else f.default
+    return f"values[{f.key!r}] = D{i}" + ("()" if f.default is MISSING else "")
+
+
+def _common_case(fields: tuple[_Field, ...], sometimes: set[str],
+                 ns: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """The common case: an object of the record's fields (those written always, and any
+    of the others) whose plain values all pass their tests (`plain`, joined by `and`) is
+    taken whole; then only the other fields are read, in order, and the defaults of those
+    left out are set (`rest`, the statements that do it)."""
+    plain: list[str] = []
+    rest: list[str] = []
+    for i, f in enumerate(fields):
+        ns[f"R{i}"] = f.read
+        key = repr(f.key)
+        known = _FAST.get(f.read)
+        if known is not None and known[2]:
+            ok = _fast(f.read, f"doc[{key}]", ns, str(i)) or "True"
+            plain.append(f"({key} not in doc or {ok})" if f.key in sometimes else ok)
+            if f.key in sometimes:
+                rest += [f"        if {key} not in doc:", f"            {_default_line(i, f, ns)}"]
+            continue
+        test = _fast(f.read, "raw", ns, str(i))
+        pad = ""
+        if f.key in sometimes:
+            rest += [f"        if {key} not in doc:", f"            {_default_line(i, f, ns)}",
+                     "        else:"]
+            pad = "    "
+        rest += [f"        {pad}raw = doc[{key}]"]
+        call = ["try:", f"    values[{key}] = R{i}(raw)", "except RecordError as e:",
+                f"    raise e.at({key}) from None"]
+        short = _SHORT.get(f.read)
+        if test is not None:
+            rest += [f"        {pad}if not {test}:", *[f"            {pad}{ln}" for ln in call]]
+        elif short is not None and short[0] == "enum":
+            ns[f"M{i}"] = short[1]
+            rest += [f"        {pad}m = M{i}.get(raw) if raw.__class__ is str else None",
+                     f"        {pad}if m is not None:",
+                     f"            {pad}values[{key}] = m",
+                     f"        {pad}else:", *[f"            {pad}{ln}" for ln in call]]
+        elif short is not None:  # an empty list or object reads as a new empty one
+            rest += [f"        {pad}if raw.__class__ is {short[0]} and not raw:",
+                     f"            {pad}values[{key}] = {short[0]}()",
+                     f"        {pad}else:", *[f"            {pad}{ln}" for ln in call]]
+        else:
+            rest += [f"        {pad}{ln}" for ln in call]
+    return plain, rest
+
+
+# Records made in code (not read): the same warming, then a written-out `__init__` that
+# takes the keyword arguments and checks them exactly as `Record.__init__` and
+# `__post_init__` do (a class of its own `__post_init__` keeps the generic ones).
+_INITS: dict[type, Callable[[Any, dict[str, Any]], None]] = {}
+_MADE: dict[type, int] = {}
+
+
+def _warm_init(cls: type[Record]) -> None:
+    n = _MADE[cls] = _MADE.get(cls, 0) + 1
+    if n >= WARM and cls.__post_init__ is Record.__post_init__:
+        _INITS[cls] = _generated_init(cls)
+
+
+def _generated_init(cls: type[Record]) -> Callable[[Any, dict[str, Any]], None]:
+    ns: dict[str, Any] = {"cls_name": cls.__name__}
+    lines = ["def init(self, values):", "    mine = self.__dict__"]
+    for i, (name, spec) in enumerate(cls._decl):
+        at = repr(name)
+        lines += [f"    if {at} in values:", f"        mine[{at}] = values.pop({at})"]
+        if spec.default is not MISSING:
+            ns[f"D{i}"] = spec.default
+            lines += ["    else:", f"        mine[{at}] = D{i}"]
+        elif spec.factory is not MISSING:
+            ns[f"D{i}"] = spec.factory
+            lines += ["    else:", f"        mine[{at}] = D{i}()"]
+        else:
+            lines += ["    else:",
+                      "        raise TypeError(f'{cls_name}() missing required keyword argument: '",
+                      f"                        f{repr(repr(name))})"]
+    lines += ["    if values:",
+              "        raise TypeError(f'{cls_name}() got an unexpected keyword argument '",
+              "                        f'{next(iter(values))!r}')"]
+    for i, f in enumerate(_plan(cls)):
+        at = repr(f.name)
+        ns[f"R{i}"] = f.read
+        test = _fast(f.read, "v", ns, str(i))
+        call = ["try:", f"    mine[{at}] = R{i}(v)", "except RecordError as e:",
+                f"    raise e.at({at}) from None"]
+        lines.append(f"    v = mine[{at}]")
+        if test is not None:
+            lines += [f"    if not {test}:", *[f"        {ln}" for ln in call]]
+        else:
+            lines += [f"    {ln}" for ln in call]
+    return typing.cast(Callable[[Any, dict[str, Any]], None],
+                       _exec("init", "\n".join(lines) + "\n", ns))
+
+
 def _compile(tp: Any, con: Constraint | None = None) -> Reader:
     """A function that checks (and, for enums, floats and tuples, converts) one value."""
     origin = typing.get_origin(tp)
@@ -290,6 +487,9 @@ def _compile(tp: Any, con: Constraint | None = None) -> Reader:
                 except RecordError as e:
                     err = err or e
             raise err or RecordError(f"unexpected {_kind(v)}")
+        if nullable and len(others) == 1:
+            src, names, plain = _FAST.get(others[0], ("False", {}, False))
+            _FAST[union] = (f"$ is None or ({src})", names, plain)
         return union
     if origin is typing.Literal:
         allowed = typing.get_args(tp)
@@ -316,7 +516,10 @@ def _compile(tp: Any, con: Constraint | None = None) -> Reader:
                 except RecordError as e:
                     raise e.at(i) from None
             return out
-        return _checked(list_, con)
+        read = _checked(list_, con)
+        if con is None or (con.check is None and con.min_length is None):
+            _SHORT[read] = ("list", None)
+        return read
     if origin is dict:
         key_tp, val_tp = typing.get_args(tp)
         key, val = _compile(key_tp), _compile(val_tp)
@@ -333,11 +536,20 @@ def _compile(tp: Any, con: Constraint | None = None) -> Reader:
                 except RecordError as e:
                     raise e.at(str(k)) from None
             return out
-        return _checked(dict_, con)
+        read = _checked(dict_, con)
+        if con is None or (con.check is None and con.min_length is None):
+            _SHORT[read] = ("dict", None)
+        return read
     if origin is tuple:
         parts = [_compile(a) for a in typing.get_args(tp)]
+        # Parts that are plain strings, integers or booleans: a list of exactly those
+        # types is the tuple of its items as they are.
+        scalars: dict[Reader, type] = {_str: str, _int: int, _bool: bool}
+        kinds = tuple(scalars[r] for r in parts) if all(r in scalars for r in parts) else None
 
         def tuple_(v: Any) -> Any:
+            if kinds is not None and v.__class__ is list and tuple(map(type, v)) == kinds:
+                return tuple(v)
             if not isinstance(v, list | tuple) or len(v) != len(parts):
                 raise RecordError(f"expected a list of {len(parts)}, not {_kind(v)}")
             out = []
@@ -359,7 +571,10 @@ def _compile(tp: Any, con: Constraint | None = None) -> Reader:
             if type(v) is str and v in members:
                 return members[v]
             raise RecordError(f"expected one of {', '.join(map(repr, members))}, not {v!r:.80}")
-        return _checked(enum, con)
+        read = _checked(enum, con)
+        if read is enum:
+            _SHORT[read] = ("enum", members)
+        return read
     if tp is str:
         return _checked(_str, con)
     if tp is bool:
@@ -369,7 +584,7 @@ def _compile(tp: Any, con: Constraint | None = None) -> Reader:
     if tp is float:
         return _checked(_float, con)
     if tp is Any:
-        return _checked(lambda v: v, con)
+        return _checked(_any, con)
     raise TypeError(f"no reader for {tp!r}")
 
 
@@ -392,9 +607,9 @@ def _tagged(members: tuple[Any, ...], key: str) -> Reader:
     if not members or not all(isinstance(m, type) and issubclass(m, Record) for m in members):
         raise TypeError(f"Tag({key!r}) marks a union of records, not {members!r}")
     # Built at first use: records may name themselves.
-    cell: list[tuple[list[tuple[Any, Reader]], Reader]] = []
+    cell: list[tuple[list[tuple[Any, Reader]], Reader, dict[str, Reader]]] = []
 
-    def plan() -> tuple[list[tuple[Any, Reader]], Reader]:
+    def plan() -> tuple[list[tuple[Any, Reader]], Reader, dict[str, Reader]]:
         if not cell:
             values: list[tuple[Any, Reader]] = []
             fallback = None
@@ -404,15 +619,23 @@ def _tagged(members: tuple[Any, ...], key: str) -> Reader:
                     values.append((v, _reader_of(m)))
                 if not f.required and fallback is None:
                     fallback = _reader_of(m)
-            cell.append((values, fallback or _reader_of(members[0])))
+            by_text: dict[str, Reader] = {}  # the string tags: the first record naming each
+            for a, read in values:
+                if type(a) is str:
+                    by_text.setdefault(a, read)
+            cell.append((values, fallback or _reader_of(members[0]), by_text))
         return cell[0]
 
     def tagged(v: Any) -> Any:
         if isinstance(v, members):
             return v
-        values, fallback = plan()
+        values, fallback, by_text = plan()
         if isinstance(v, dict) and key in v:
             tag = v[key]
+            if tag.__class__ is str:
+                hit = by_text.get(tag)
+                if hit is not None:
+                    return hit(v)
             for a, read in values:
                 if tag == a and type(tag) is type(a):
                     return read(v)
@@ -466,9 +689,21 @@ def _float(v: Any) -> Any:
     raise RecordError(f"expected a number, not {_kind(v)}")
 
 
+def _any(v: Any) -> Any:
+    return v
+
+
+_FAST.update({_str: ("$.__class__ is str", {}, True), _bool: ("$.__class__ is bool", {}, True),
+              _int: ("$.__class__ is int", {}, True), _any: ("True", {}, True),
+              _float: ("$.__class__ is float and -INF@ < $ < INF@", {"INF": math.inf}, True)})
+
+
 def _sizer(con: Constraint | None) -> Callable[[Any], None]:
     lo = con.min_length if con else None
     hi = con.max_length if con else None
+
+    if lo is None and hi is None:
+        return _no_size
 
     def size(v: Any) -> None:
         if hi is not None and len(v) > hi:
@@ -476,6 +711,10 @@ def _sizer(con: Constraint | None) -> Callable[[Any], None]:
         if lo is not None and len(v) < lo:
             raise RecordError(f"at least {lo} items, not {len(v)}")
     return size
+
+
+def _no_size(v: Any) -> None:
+    return None  # no limits on the length
 
 
 def _checked(read: Reader, con: Constraint | None) -> Reader:
@@ -505,6 +744,23 @@ def _checked(read: Reader, con: Constraint | None) -> Reader:
         if con.check is not None:
             v = con.check(v)
         return v
+    base = _FAST.get(read)
+    if con.check is None and base is not None and read in (_str, _int, _float):
+        src, names = base[0], dict(base[1])
+        if read is _str:
+            if con.max_length is not None:
+                src += f" and len($) <= {con.max_length!r}"
+            if con.min_length is not None:
+                src += f" and len($) >= {con.min_length!r}"
+            if rx is not None:
+                names["RX"] = rx.search
+                src += " and RX@($) is not None"
+        else:
+            for op, bound in ((">=", con.ge), (">", con.gt), ("<=", con.le)):
+                if bound is not None:
+                    names[f"B{len(names)}"] = bound
+                    src += f" and $ {op} B{len(names) - 1}@"
+        _FAST[checked] = (src, names, True)
     return checked
 
 

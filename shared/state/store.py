@@ -7,10 +7,12 @@ appears in the working tree or in `git status`, and every worktree of the repo s
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import tempfile
 import time
+import typing
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from hunkwise.shared import git
 from hunkwise.shared.errors import StateRefused, UsageError
 from hunkwise.shared.state.models import STATE_VERSION, State, check_task
-from hunkwise.shared.state.schema import Record, RecordError
+from hunkwise.shared.state.schema import WARM, Record, RecordError
 
 if TYPE_CHECKING:
     from hunkwise.shared.state.documents import ArchiveLine
@@ -190,6 +192,22 @@ def _trusted_loads(data: bytes) -> Any:
 
 
 def _parse_state(lay: Layout, data: bytes) -> State:
+    # A state of many tasks is tens of thousands of new objects, none of them in a cycle:
+    # the collector would walk them again and again while they are made, for nothing, and
+    # twice more as they age. They go straight to the oldest generation instead (freeze
+    # and unfreeze), which only a full collection walks.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _parse_state_now(lay, data)
+    finally:
+        gc.freeze()
+        gc.unfreeze()
+        if collecting:
+            gc.enable()
+
+
+def _parse_state_now(lay: Layout, data: bytes) -> State:
     try:
         doc = _trusted_loads(data)
         version = doc.get("version", 1) if isinstance(doc, dict) else None
@@ -257,18 +275,50 @@ def _json_form(v: Any) -> Any:
     """What the C encoder cannot write itself: a record, one level deep, keys as JSON
     names them (its lists, dicts, strings, numbers and str enums it writes as they are)."""
     if isinstance(v, Record):
-        keys = _KEYS.get(type(v))
+        cls = type(v)
+        form = _FORMS.get(cls)
+        if form is not None:
+            return form(v)
+        # Written out (a compile) once a class has been written WARM times in this
+        # process, as its reader is (shared/state/schema.py); until then, field by field.
+        n = _WRITTEN[cls] = _WRITTEN.get(cls, 0) + 1
+        if n >= WARM:
+            form = _FORMS[cls] = _form_of(cls)
+            return form(v)
+        keys = _KEYS.get(cls)
         if keys is None:
-            later = type(v)._written_when_set
-            keys = _KEYS[type(v)] = tuple(
+            later = cls._written_when_set
+            keys = _KEYS[cls] = tuple(
                 (name, spec.key or name, spec.omit or name in later,
                  _default_of(spec) if spec.omit or name in later else None)
-                for name, spec in v._decl)
+                for name, spec in cls._decl)
         d = v.__dict__
-        # Fields written only when set leave a document as an earlier release wrote it.
         return {key: d[name] for name, key, omit, default in keys
                 if not (omit and d[name] == default)}
     raise TypeError(f"{type(v).__name__} is not JSON")
+
+
+def _form_of(cls: type[Record]) -> Callable[[Record], dict[str, Any]]:
+    """A record's JSON object, written out as one function: its fields in order, a field
+    written only when set (`F(omit=True)`, or a record's `_written_when_set`, which leaves
+    a document as an earlier release wrote it) left out while it holds its default."""
+    later = cls._written_when_set
+    ns: dict[str, Any] = {}
+    head: list[str] = []
+    tail: list[str] = []
+    for i, (name, spec) in enumerate(cls._decl):
+        key, at = repr(spec.key or name), repr(name)
+        if spec.omit or name in later:
+            ns[f"D{i}"] = _default_of(spec)
+            tail += [f"    x = d[{at}]", f"    if not x == D{i}:", f"        out[{key}] = x"]
+        elif tail:
+            tail.append(f"    out[{key}] = d[{at}]")
+        else:
+            head.append(f"{key}: d[{at}]")
+    src = "\n".join(["def form(v):", "    d = v.__dict__", f"    out = {{{', '.join(head)}}}",
+                     *tail, "    return out"]) + "\n"
+    exec(compile(src, f"<json form of {cls.__name__}>", "exec"), ns)  # noqa: S102 - our own source
+    return typing.cast(Callable[[Record], dict[str, Any]], ns["form"])
 
 
 def _default_of(spec: Any) -> Any:
@@ -277,6 +327,8 @@ def _default_of(spec: Any) -> Any:
     return spec.factory() if spec.default is MISSING else spec.default
 
 
+_FORMS: dict[type, Callable[[Record], dict[str, Any]]] = {}
+_WRITTEN: dict[type, int] = {}
 _KEYS: dict[type, tuple[tuple[str, str, bool, Any], ...]] = {}
 _ENCODE = json.JSONEncoder(default=_json_form, ensure_ascii=False, allow_nan=False,
                            separators=(",", ":"), check_circular=False).encode
