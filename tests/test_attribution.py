@@ -212,31 +212,3 @@ def test_skipped_checks_are_recorded_and_block_accept_unless_rechecked(make_repo
     r = coord(repo, "accept", "A", "--recheck")
     assert r.code == 1 and "recheck" in err(r)  # the check still fails on HEAD + A
     assert head_file(repo, "f.txt") == b"one\n"
-
-
-F3_F4 = ("def f3(a, b):\n    x = a + 3\n    return x\n"
-         "\n\ndef f4(a, b):\n    x = a + 4\n    return x\n")
-
-
-def test_a_disclaimed_blank_line_at_the_boundary_leaves_the_neighbours_own_blank_lines(
-        make_repo, coord, worker):
-    """Was: T3 (its function alone) appended one blank line; T4's range opens with the two
-    blank lines before its function. The contest took all three blank lines, so T4, which
-    never touched the file, disclaimed them and its report (and commit) held the removal
-    of one of its own blank lines.
-
-    The contest is the one new line: T4 has nothing to report, and T3's commit is exactly
-    its blank line."""
-    repo = make_repo({"m.py": F3_F4})
-    begin(coord, worker, repo, "T3", "m.py:1-3")
-    begin(coord, worker, repo, "T4", "m.py:4-8")
-    new = F3_F4.replace("return x\n\n\n", "return x\n\n\n\n", 1)
-    write(repo, "m.py", new)
-    r = worker(repo, "done", "T4")
-    assert r.code == 1 and "m.py:4 " in err(r), err(r)  # asked about the one new line
-    r = worker(repo, "done", "T4", "--disclaim", "all")
-    assert r.code == 1 and "no changes in your grants" in err(r)
-    ok(worker(repo, "done", "T3", "--claim", "m.py:4"))
-    ok(coord(repo, "reject", "T4", "--note", "nothing to do"))
-    ok(coord(repo, "accept", "T3"))
-    assert head_file(repo, "m.py") == new.encode()

@@ -731,12 +731,6 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
         if x.owner is None or y.owner is None:
             return None
         xo, yo = old_of[k], old_of[k + 1]
-        if len(on[k]) == 1 and len(on[k + 2]) == 1:
-            c_lo, c_hi = _narrow(xo, yo, nw, min(on[k]), c_lo, c_hi, min(on[k + 2]), on[k + 1],
-                                 alive(k) and alive(k + 1))
-        if c_lo == c_hi:
-            out.append((c_lo, c_lo, None))
-            continue
         block = nw[c_lo:c_hi]
         if xo and yo and xo[-1:] == yo[:1]:
             reason = "a run of identical lines crosses the boundary of {x} and {y}"
@@ -749,36 +743,6 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
     if any(out[k][1] > out[k + 1][0] and not regs[k + 1].point for k in range(len(out) - 1)):
         return None
     return out
-
-
-def _narrow(xo: list[bytes], yo: list[bytes], nw: list[bytes], s: int, c_lo: int, c_hi: int,
-            e: int, cuts: set[int], both_alive: bool) -> tuple[int, int]:
-    """The lines of a contest between two ranges that hold no word (blank lines, closing
-    brackets) go where they change the least: the contest keeps only the lines between the
-    cut that leaves the upper range nearest as it was and the one that leaves the lower
-    range so. A blank line appended to one function before the blank run that opens the
-    next is a contest of one line: the next function's own blank lines are not in it (were
-    they, the task that disclaims the line would commit their removal).
-
-    Only where both ranges keep a distinctive line (one placed by coincidence stays open),
-    their other edges are settled (`s`, `e`: a contest beside would weigh a share that is not
-    known), and the cut nearest each side's old lines is the upper's below the lower's; else
-    the contest is as wide as the rules before left it."""
-    if not both_alive or any(_strong(x) for x in nw[c_lo:c_hi]):
-        return c_lo, c_hi
-    opts = sorted(c for c in cuts if c_lo <= c <= c_hi and s <= c <= e)
-    if len(opts) < 2:
-        return c_lo, c_hi
-
-    def least(cost: dict[int, int]) -> list[int]:
-        low = min(cost.values())
-        return [c for c in opts if cost[c] == low]
-
-    fx = least({c: len(xo) + (c - s) - 2 * _kept(xo, nw[s:c]) for c in opts})
-    fy = least({c: len(yo) + (e - c) - 2 * _kept(yo, nw[c:e]) for c in opts})
-    if max(fx) > min(fy):
-        return c_lo, c_hi
-    return min(fx), max(fy)
 
 
 def _one_path(best: list[dict[int, tuple[Score, list[int]]]], width: int, n: int) -> list[int]:
