@@ -303,3 +303,29 @@ def test_paths_git_will_not_take_alone_are_read_with_the_whole_tree(
     assert saved is not None and "a.txt" in (*saved.hunks, *saved.whole)
     assert (saved.hunks, saved.whole, saved.own) == _full_record(repo, "A")
     hgit.close_readers()
+
+
+def test_a_grant_kept_escaped_is_read_as_the_file_it_names(
+        make_repo: MakeRepo, coord: Cli, worker: Cli) -> None:
+    """A file whose name ends in a space is granted as the glob text `note\\ `: a
+    heartbeat's record holds its edits (read with the whole tree, not as a path of that
+    spelling), an edit of it alone makes the record due again, and after the file is
+    overwritten `coord restore` puts the edits back."""
+    repo = make_repo({"a.txt": "a\n", "note ": "n1\n"})
+    ok(coord(repo, "assign", "A", "--title", "A", "--expect", "e", "--write", "a.txt",
+             "--write", "note "))
+    ok(worker(repo, "start", "A"))
+    write(repo, "note ", "n1\nA's line\n")
+    settled(repo, "note ")
+    ok(worker(repo, "heartbeat", "A"))
+    saved = _saved(repo, "A")
+    assert "note " in saved.hunks or "note " in saved.whole
+    assert (saved.hunks, saved.whole, saved.own) == _full_record(repo, "A")
+    write(repo, "note ", "n1\nA's line\nand another\n")  # only this file: still due
+    settled(repo, "note ")
+    ok(worker(repo, "heartbeat", "A"))
+    assert (_saved(repo, "A").hunks, _saved(repo, "A").whole) == _full_record(repo, "A")[:2]
+    write(repo, "note ", "n1\n")
+    assert ok(coord(repo, "restore", "A"))["restored"] == ["note "]
+    assert (repo / "note ").read_text() == "n1\nA's line\nand another\n"
+    hgit.close_readers()

@@ -31,10 +31,15 @@ RACY_S = 2.0
 HOME = "hunkwise/quiet"  # in the git dir of this worktree, beside the kept snapshot index
 
 
+# What makes a glob grant's text other than its path: wildcards, and the backslash that
+# escapes a character (a name ending in a space is kept as `name\ `).
+_MAGIC = "*?[\\"
+
+
 def _literal_dir(pattern: str) -> str:
     """The directory a glob's matches all lie under ("" for the top)."""
     p = pattern.lstrip("/")
-    cut = min((i for i, ch in enumerate(p) if ch in "*?["), default=len(p))
+    cut = min((i for i, ch in enumerate(p) if ch in _MAGIC), default=len(p))
     return p[:cut].rpartition("/")[0]
 
 
@@ -53,7 +58,7 @@ def grant_stat(repo: Path, task: Task) -> str | None:
     visited = 0
     for g in task.grants:
         line = g.kind != "glob"  # a range or a point: one file
-        if line or not any(ch in g.path for ch in "*?["):
+        if line or not any(ch in g.path for ch in _MAGIC):
             rel = g.path.lstrip("/")
             try:
                 note(rel, os.lstat(repo / rel))
@@ -103,7 +108,7 @@ def scope(tasks: list[Task]) -> list[str] | None:
     out: set[str] = set()
     for task in tasks:
         for g in task.grants:
-            magic = g.kind == "glob" and any(ch in g.path for ch in "*?[")
+            magic = g.kind == "glob" and any(ch in g.path for ch in _MAGIC)
             path = _literal_dir(g.path) if magic else g.path.strip("/")
             if not path:
                 return None
