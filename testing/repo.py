@@ -41,10 +41,29 @@ def set_line(repo: Path, path: str, n: int, text: str) -> None:
     p.write_bytes(b"\n".join(rows))
 
 
+_TEMPLATES: dict[tuple[object, ...], Path] = {}
+
+
 def build_repo(repo: Path, files: dict[str, str | bytes] | None = None, *,
-               commit: bool = True) -> Path:
+               commit: bool = True, templates: Path | None = None) -> Path:
     """A new repository at `repo` (which must not exist) holding `files`, in one commit
-    unless `commit` is false."""
+    unless `commit` is false.
+
+    `templates`: a folder of this process's where a repository built once is kept, and
+    copied for the next test that asks for the same files (the same bytes, the same
+    commit: author and dates are pinned), instead of three more git processes."""
+    if templates is not None:
+        import shutil
+
+        key = (commit, *sorted((p, c.encode() if isinstance(c, str) else c)
+                               for p, c in (files or {}).items()))
+        kept = _TEMPLATES.get(key)
+        if kept is None or not kept.exists():
+            kept = templates / f"t{len(_TEMPLATES)}"
+            build_repo(kept, files, commit=commit)
+            _TEMPLATES[key] = kept
+        shutil.copytree(kept, repo, symlinks=True)
+        return repo
     repo.mkdir()
     git(repo, "init", "-q", "-b", "main")
     # What `git config user.name/user.email` would write, without two more processes.

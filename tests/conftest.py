@@ -139,14 +139,21 @@ def hermetic(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monke
 
 
 @pytest.fixture
-def make_repo(tmp_path: Path) -> MakeRepo:
+def make_repo(tmp_path: Path, repo_templates: Path) -> MakeRepo:
     """make_repo({"path": content, ...}) -> a repo with one commit holding those files."""
     counter = iter(range(1000))
 
     def make(files: dict[str, str | bytes] | None = None, *, commit: bool = True) -> Path:
-        return build_repo(tmp_path / f"repo{next(counter)}", files, commit=commit)
+        return build_repo(tmp_path / f"repo{next(counter)}", files, commit=commit,
+                          templates=repo_templates)
 
     return make
+
+
+@pytest.fixture(scope="session")
+def repo_templates(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where this process keeps the repositories `make_repo` built, to copy them again."""
+    return tmp_path_factory.mktemp("repo-templates")
 
 
 @pytest.fixture
