@@ -370,7 +370,7 @@ def _made(cls: type[Record], values: dict[str, Any], generated: bool) -> Any:
         return ("refused", type(e).__name__, str(e))
 
 
-@pytest.mark.parametrize("seed", range(20))
+@pytest.mark.parametrize("seed", range(8))
 def test_a_record_made_by_its_written_out_init_is_made_as_by_the_generic_one(seed: int) -> None:
     """A record made many times in one process (a report's hunks, a task's merged ranges)
     is made by an `__init__` written out for its class: from any keyword arguments it
