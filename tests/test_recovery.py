@@ -494,3 +494,38 @@ def test_a_change_attribution_cuts_otherwise_than_git_is_listed_lost_and_restore
     assert lost(coord, repo) == {}
     assert ok(coord(repo, "restore", "T1"))["restored"] == []  # nothing twice
     assert (repo / "m.py").read_text() == edited
+
+
+F3_F4 = ("def f3(a, b):\n    x = a + 3\n    return x\n"
+         "\n\ndef f4(a, b):\n    x = a + 4\n    return x\n")
+
+
+def test_work_recorded_before_a_neighbours_edit_restores_exactly(make_repo, coord, worker) -> None:
+    """Was: T3 (its function alone) appended a blank line and its work was recorded while
+    the file held only that; T4 (the two blank lines and its function) then deleted its
+    function, keeping the blank lines, and reported. The early record held three blank
+    lines added (the boundary's contest, taken by T3's own view, on top of T4's two), so
+    `coord status` listed T3's work as lost on the tree holding it, and after `git
+    checkout` restoring every task left a blank line too many. The file then read as the
+    base with T3's range alone changed: the record takes it so."""
+    from hunkwise.shared.state import provenance
+
+    repo = make_repo({"m.py": F3_F4})
+    for tid, grant in (("T3", "m.py:1-3"), ("T4", "m.py:4-8")):
+        ok(coord(repo, "assign", tid, "--title", tid, "--expect", "e", "--write", grant))
+        ok(worker(repo, "start", tid, "--session", f"sess-20260101-0900-{tid.lower()}@m"))
+    (repo / "m.py").write_text(F3_F4.replace("return x\n\n\n", "return x\n\n\n\n", 1))
+    ok(worker(repo, "heartbeat", "T3"))
+    final = "def f3(a, b):\n    x = a + 3\n    return x\n\n\n\n"
+    (repo / "m.py").write_text(final)
+    # What the agent hooks record of each session's edits.
+    root = provenance.root_of(repo)
+    provenance.note(root, "sess-20260101-0900-t3@m", "m.py", [b"\n"], removed=[])
+    provenance.note(root, "sess-20260101-0900-t4@m", "m.py", [],
+                    removed=[b"def f4(a, b):\n", b"    x = a + 4\n", b"    return x\n"])
+    ok(worker(repo, "done", "T4"))
+    assert ok(coord(repo, "status"))["lost"] == []
+    git(repo, "checkout", "--", "m.py")
+    for tid in ("T3", "T4"):
+        ok(coord(repo, "restore", tid))
+    assert (repo / "m.py").read_text() == final

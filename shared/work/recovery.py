@@ -418,6 +418,42 @@ def _same(saved: Saved | None, hunks: dict[str, list[Pos]], whole: dict[str, str
             == {k: sorted(v) for k, v in hunks.items()} and saved.whole == whole)
 
 
+def _alone(repo: Path, tv: TreeView, task: Task, sel: Selection) -> None:
+    """A file whose contested lines the task's own view takes (nothing answered yet): where
+    the file reads as the base with the task's one range replaced and every other line in
+    place, the record takes the file as the tree holds it.
+
+    A contest's lines stand between two ranges; taken by one side, the other side's
+    share loses its lines there, so the record would hold the contested lines added on
+    top of the neighbour's own (a blank line appended before the two that open the next
+    range recorded as three more). While the neighbours' lines are all as they were, the
+    change is the task's alone, and the record says so."""
+    contested = {a.change.path for a in sel.claimed_ambiguous} - {p for p, _i in sel.inherited}
+    full = {c.path: c for c in tv.changes}
+    want: dict[str, tuple[int, int]] = {}
+    for path in contested:
+        held = [g for g in task.grants if g.path == path]
+        c = full.get(path)
+        if len(held) != 1 or held[0].kind != "range" or c is None or not c.splittable \
+                or path not in tv.old_texts:
+            continue
+        want[path] = (held[0].start, held[0].end)
+    if not want:
+        return
+    texts = git.cat_blobs(repo, [full[p].new_oid for p in want])
+    for path, (a, b) in want.items():
+        old = diff.split_lines(tv.old_texts[path])
+        new = diff.split_lines(texts[full[path].new_oid])
+        n = len(old)
+        a, b = max(a, 1), min(b, n)
+        head, tail = a - 1, n - b
+        if head + tail > len(new) or new[:head] != old[:head] or \
+                (tail and new[len(new) - tail:] != old[b:]):
+            continue
+        sel.changes = [full[path] if c.path == path else c for c in sel.changes]
+        sel.claimed_ambiguous = [x for x in sel.claimed_ambiguous if x.change.path != path]
+
+
 def record_wip(ctx: Ctx, state: State, tv: TreeView,
                task_ids: Iterable[str], current: set[str] | None = None) -> dict[str, Loss]:
     """Record the in-progress tasks' changes where they changed since their last record.
@@ -442,6 +478,8 @@ def record_wip(ctx: Ctx, state: State, tv: TreeView,
             losses[tid] = lost
             continue
         sel = select(tv, task)
+        if sel.claimed_ambiguous:
+            _alone(ctx.repo, tv, task, sel)
         hunks, whole = record_of(sel)
         if (_same(task.saved, hunks, whole) and task.saved is not None
                 and task.saved.base == tv.snap.head) or (not hunks and not whole
