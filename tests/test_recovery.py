@@ -529,3 +529,36 @@ def test_work_recorded_before_a_neighbours_edit_restores_exactly(make_repo, coor
     for tid in ("T3", "T4"):
         ok(coord(repo, "restore", tid))
     assert (repo / "m.py").read_text() == final
+
+
+def test_a_record_taking_its_file_whole_never_takes_a_neighbours_noted_line(
+        make_repo, coord, worker) -> None:
+    """T3 (two blank lines and f3) adds a blank line at its top, contested with T2 (nothing
+    noted who wrote it); T4 writes a comment right below T3's last line, which the hooks
+    note as T4's. T3's record must not take the file whole (the comment would be in it):
+    when T4 takes the comment out again, nothing is lost, and a restore of every task
+    after a checkout never brings the comment back."""
+    from hunkwise.shared.state import provenance, store
+    from hunkwise.shared.state.context import open_repo
+
+    f2 = "def f2(a, b):\n    x = a + 2\n    return x\n"
+    f3 = "\n\ndef f3(a, b):\n    x = a + 3\n    return x\n"
+    f4 = "\n\ndef f4(a, b):\n    x = a + 4\n    return x\n"
+    repo = make_repo({"m.py": f2 + f3 + f4})
+    for tid, grant in (("T2", "m.py:1-3"), ("T3", "m.py:4-8"), ("T4", "m.py:9-13")):
+        ok(coord(repo, "assign", tid, "--title", tid, "--expect", "e", "--write", grant))
+        ok(worker(repo, "start", tid, "--session", f"sess-20260101-0900-{tid.lower()}@m"))
+    root = provenance.root_of(repo)
+    (repo / "m.py").write_text(f2 + "\n" + f3 + "# t4 note\n" + f4)
+    provenance.note(root, "sess-20260101-0900-t4@m", "m.py", [b"# t4 note\n"], removed=[])
+    ok(worker(repo, "heartbeat", "T3"))
+    own = store.load(open_repo(str(repo)).lay).tasks["T3"].saved.own
+    assert "# t4 note" not in git(repo, "show", f"{own}:m.py")
+    now = f2 + "\n" + f3 + f4
+    (repo / "m.py").write_text(now)
+    provenance.note(root, "sess-20260101-0900-t4@m", "m.py", [], removed=[b"# t4 note\n"])
+    assert ok(coord(repo, "status"))["lost"] == []
+    git(repo, "checkout", "--", "m.py")
+    for tid in ("T4", "T3", "T2"):
+        coord(repo, "restore", tid)
+    assert (repo / "m.py").read_text() == now

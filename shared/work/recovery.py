@@ -428,7 +428,24 @@ def _alone(repo: Path, tv: TreeView, task: Task, sel: Selection) -> None:
     top of the neighbour's own (a blank line appended before the two that open the next
     range recorded as three more). While the neighbours' lines are all as they were, the
     change is the task's alone, and the record says so."""
+    import re
+
     contested = {a.change.path for a in sel.claimed_ambiguous} - {p for p, _i in sel.inherited}
+    att = tv.attribution
+    # Only where every other task's part of the file is the contest's own shadow: lines
+    # of its range that no longer stand where they stood, holding no word (the blank lines
+    # the contested block took). A line another task's record says it wrote, a conflict,
+    # a change of no task's, or another contest, and the file is recorded as before.
+    worded = re.compile(rb"[A-Za-z0-9_]")
+    for tid, changes in att.owned.items():
+        for ch in changes:
+            if tid != task.id and ch.path in contested and (
+                    not ch.splittable or any(h.new_lines or worded.search(h.removed)
+                                             for h in ch.hunks)):
+                contested.discard(ch.path)
+    contested -= {ch.path for ch, _h in att.unowned}
+    contested -= {ch.path for ch, _h, _t in att.conflicts}
+    contested -= {a.change.path for a in att.ambiguous if task.id not in a.tasks}
     full = {c.path: c for c in tv.changes}
     want: dict[str, tuple[int, int]] = {}
     for path in contested:
