@@ -311,7 +311,7 @@ APPENDER = textwrap.dedent("""
 @pytest.mark.parametrize("part", range(5))
 def test_discard_and_restore_race_an_appending_writer_and_lose_no_line(
         make_repo, coord, worker, tmp_path, part: int) -> None:
-    """50 rounds in 5 parts of 10 (so the suite spreads them over its workers): A's line 2
+    """30 rounds in 5 parts of 6 (so the suite spreads them over its workers): A's line 2
     is recorded, destroyed, restored (retrying while the file moves), discarded; meanwhile
     another process appends to the same file every few ms."""
     from hunkwise.coordinator import outcomes, restore
@@ -365,7 +365,7 @@ def test_discard_and_restore_race_an_appending_writer_and_lose_no_line(
 
     try:
         wait_until(ready.exists, what="the appender")
-        for i in range(part * 10, part * 10 + 10):
+        for i in range(part * 6, part * 6 + 6):
             tid = f"A{i}"
             ok(coord(repo, "assign", tid, "--title", "t", "--expect", "e", "--write", "f.txt:1-3"))
             cli(worker, "start", tid)
