@@ -564,15 +564,16 @@ def test_a_record_taking_its_file_whole_never_takes_a_neighbours_noted_line(
     assert (repo / "m.py").read_text() == now
 
 
-@pytest.mark.xfail(strict=True, reason="two records both take the contested blank line "
-                   "(each task's own view takes it before anyone answers)")
-@pytest.mark.parametrize("case", ["the neighbour deletes its blank lines too",
-                                  "no final newline"])
-def test_two_early_records_never_take_one_contested_blank_line_twice(
+@pytest.mark.xfail(strict=True, reason="without a final newline, the early record is read "
+                   "as lost once the neighbour deletes its function, and a restore of both "
+                   "adds a blank line")
+@pytest.mark.parametrize("case", ["no final newline"])
+def test_an_early_record_in_a_file_without_a_final_newline_is_never_read_as_lost(
         make_repo, coord, worker, case: str) -> None:
-    """T3 appends a blank line and records; T4 then deletes its function (with its blank
-    lines, or in a file without a final newline) and records. Nothing is lost, and a
-    restore of both after a checkout gives the file back."""
+    """T3 appends a blank line and records; T4 then deletes its function (in a file without
+    a final newline, its blank lines kept) and records. Nothing is lost, and a restore of
+    both after a checkout gives the file back. (With a final newline, and with T4 deleting
+    its blank lines too, both hold: the hooks' record of what T4 removed places it.)"""
     from hunkwise.shared.state import provenance
 
     f3, fn = "def f3(a, b):\n    x = a + 3\n    return x\n", "def f4(a, b):\n    x = a + 4\n    return x\n"
@@ -586,11 +587,45 @@ def test_two_early_records_never_take_one_contested_blank_line_twice(
     # (Without a final newline, the file ends at the last blank line T4 kept.)
     final = f3 + "\n" if case != "no final newline" else f3 + "\n\n"
     (repo / "m.py").write_text(final)
+    # What T4's edit removed, as the hooks record it: its function's lines as the file
+    # held them (the last without a line ending where the file had none), and its blank
+    # lines where it deleted them too.
+    gone = [x.encode() + b"\n" for x in fn.split("\n")[:-1]]
+    if case == "no final newline":
+        gone[-1] = gone[-1][:-1]
+    else:
+        gone += [b"\n", b"\n"]
     provenance.note(provenance.root_of(repo), "sess-20260101-0900-t4@m", "m.py", [],
-                    removed=[x.encode() + b"\n" for x in fn.split("\n")[:-1]])
+                    removed=gone)
     ok(worker(repo, "heartbeat", "T4"))
     assert ok(coord(repo, "status"))["lost"] == []
     git(repo, "checkout", "--", "m.py")
     for tid in ("T3", "T4"):
         coord(repo, "restore", tid)
+    assert (repo / "m.py").read_text() == final
+
+
+@pytest.mark.parametrize("edit", ["T4 deletes its function", "T4 edits its body"])
+@pytest.mark.parametrize("order", [("T3", "T4"), ("T4", "T3")])
+def test_a_contested_blank_line_another_record_holds_is_left_out_of_the_next(
+        make_repo, coord, worker, edit: str, order: tuple[str, str]) -> None:
+    """Without provenance: T3 appends a blank line to its function and records (its own
+    view takes the contested blank run); T4 then edits and records, its own view taking the
+    same contested line. The second record leaves out what T3's current record holds: a
+    restore of both after a checkout gives the file back (it put the line back twice)."""
+    f3, fn = "def f3(a, b):\n    x = a + 3\n    return x\n", "def f4(a, b):\n    x = a + 4\n    return x\n"
+    repo = make_repo({"m.py": f3 + "\n\n" + fn})
+    for tid, grant in (("T3", "m.py:1-3"), ("T4", "m.py:4-8")):
+        ok(coord(repo, "assign", tid, "--title", tid, "--expect", "e", "--write", grant))
+        ok(worker(repo, "start", tid, "--session", f"sess-20260101-0900-{tid.lower()}@m"))
+    (repo / "m.py").write_text(f3 + "\n\n\n" + fn)
+    ok(worker(repo, "heartbeat", "T3"))
+    final = (f3 + "\n\n\n" if edit == "T4 deletes its function"
+             else f3 + "\n\n\n" + fn.replace("a + 4", "a * 4"))
+    (repo / "m.py").write_text(final)
+    ok(worker(repo, "heartbeat", "T4"))
+    assert ok(coord(repo, "status"))["lost"] == []
+    git(repo, "checkout", "--", "m.py")
+    for tid in order:
+        ok(coord(repo, "restore", tid))
     assert (repo / "m.py").read_text() == final

@@ -418,6 +418,41 @@ def _same(saved: Saved | None, hunks: dict[str, list[Pos]], whole: dict[str, str
             == {k: sorted(v) for k, v in hunks.items()} and saved.whole == whole)
 
 
+def _held_elsewhere(tv: TreeView, state: State, task: Task, sel: Selection) -> None:
+    """Leave out of the task's record the contested blank lines (a run of one repeated
+    line) that the other side's current record already holds: each task's own view takes
+    a contest before anyone answers, and two records holding one line would put it back
+    twice, or call it lost where it stands once. Held: the other record (on this commit)
+    inserts the same lines into the run of such lines the boundary cuts."""
+    for amb in list(sel.claimed_ambiguous):
+        h = amb.hunk
+        base = tv.old_texts.get(amb.change.path)
+        lines = diff.split_lines(h.added)
+        if h.old_lines or not lines or len(set(lines)) != 1 or base is None:
+            continue
+        old = diff.split_lines(base)
+        lo = hi = h.old_start
+        while lo > 0 and old[lo - 1] == lines[0]:
+            lo -= 1
+        while hi < len(old) and old[hi] == lines[0]:
+            hi += 1
+        rp = report_path(amb.change.path)
+        for other in amb.tasks:
+            o = state.tasks.get(other) if other != task.id else None
+            saved = o.saved if o is not None else None
+            if saved is None or saved.base != tv.snap.head:
+                continue
+            if any(n == 0 and lo <= at <= hi and sha == h.sha256
+                   for at, n, sha in saved.hunks.get(rp, [])):
+                sel.claimed_ambiguous.remove(amb)
+                sel.disclaimed_ambiguous.append(amb)
+                for ch in sel.changes:
+                    if ch.path == amb.change.path:
+                        ch.hunks = [x for x in ch.hunks if x is not h]
+                sel.changes = [c for c in sel.changes if c.hunks or not c.splittable]
+                break
+
+
 def _alone(repo: Path, tv: TreeView, task: Task, sel: Selection) -> None:
     """A file whose contested lines the task's own view takes (nothing answered yet): where
     the file reads as the base with the task's one range replaced and every other line in
@@ -495,6 +530,8 @@ def record_wip(ctx: Ctx, state: State, tv: TreeView,
             losses[tid] = lost
             continue
         sel = select(tv, task)
+        if sel.claimed_ambiguous:
+            _held_elsewhere(tv, state, task, sel)
         if sel.claimed_ambiguous:
             _alone(ctx.repo, tv, task, sel)
         hunks, whole = record_of(sel)
