@@ -564,16 +564,13 @@ def test_a_record_taking_its_file_whole_never_takes_a_neighbours_noted_line(
     assert (repo / "m.py").read_text() == now
 
 
-@pytest.mark.xfail(strict=True, reason="without a final newline, the early record is read "
-                   "as lost once the neighbour deletes its function, and a restore of both "
-                   "adds a blank line")
-@pytest.mark.parametrize("case", ["no final newline"])
-def test_an_early_record_in_a_file_without_a_final_newline_is_never_read_as_lost(
+@pytest.mark.parametrize("case", ["the neighbour deletes its blank lines too",
+                                  "no final newline"])
+def test_an_early_record_and_the_neighbours_deletion_restore_exactly(
         make_repo, coord, worker, case: str) -> None:
-    """T3 appends a blank line and records; T4 then deletes its function (in a file without
-    a final newline, its blank lines kept) and records. Nothing is lost, and a restore of
-    both after a checkout gives the file back. (With a final newline, and with T4 deleting
-    its blank lines too, both hold: the hooks' record of what T4 removed places it.)"""
+    """T3 appends a blank line and records; T4 then deletes its function (with its blank
+    lines, or, in a file without a final newline, keeping them) and records what its edit
+    removed. Nothing is lost, and a restore of both after a checkout gives the file back."""
     from hunkwise.shared.state import provenance
 
     f3, fn = "def f3(a, b):\n    x = a + 3\n    return x\n", "def f4(a, b):\n    x = a + 4\n    return x\n"
@@ -584,8 +581,9 @@ def test_an_early_record_in_a_file_without_a_final_newline_is_never_read_as_lost
         ok(worker(repo, "start", tid, "--session", f"sess-20260101-0900-{tid.lower()}@m"))
     (repo / "m.py").write_text(cut(f3 + "\n\n\n" + fn))
     ok(worker(repo, "heartbeat", "T3"))
-    # (Without a final newline, the file ends at the last blank line T4 kept.)
-    final = f3 + "\n" if case != "no final newline" else f3 + "\n\n"
+    # (Without a final newline, deleting the function's lines leaves the blank lines
+    # before it whole.)
+    final = f3 + "\n" if case != "no final newline" else f3 + "\n\n\n"
     (repo / "m.py").write_text(final)
     # What T4's edit removed, as the hooks record it: its function's lines as the file
     # held them (the last without a line ending where the file had none), and its blank
