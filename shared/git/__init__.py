@@ -435,21 +435,20 @@ def index_dirty(repo: Path, *, remembered: bool = False) -> list[str]:
     without reading it again (a 10 MB index at 100,000 files: 15-25 ms). git replaces the
     index by a rename, so every write gives it another inode."""
     base = head_tree(repo)
-    stamp = git_dir(repo) / "hunkwise" / "index-clean"
+    gd = git_dir(repo)
+    stamp = gd / "hunkwise" / "index-clean"
+    now = ""
     if remembered:
         try:
-            st = os.stat(git_dir(repo) / "index")
+            st = os.stat(gd / "index")
             now = f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns} {base}"
-        except OSError:
-            now = ""
-        try:
-            if now and stamp.read_text() == now:
+            if stamp.read_text() == now:
                 return []
         except OSError:
             pass
     out = run(repo, "diff-index", "--cached", "-z", "--name-only", "--no-renames", base)
     staged = [os.fsdecode(p) for p in out.split(b"\0") if p]
-    if remembered and now and not staged:
+    if now and not staged:
         try:
             stamp.parent.mkdir(exist_ok=True)
             tmp = stamp.with_name(f"index-clean.{os.getpid()}")

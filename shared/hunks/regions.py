@@ -371,8 +371,13 @@ def _solve(old: Sequence[bytes], new: Sequence[bytes], regs: Sequence[Region], l
 
 
 @functools.lru_cache(maxsize=1 << 16)
-def _strong(line: bytes) -> bool:
+def holds_word(line: bytes) -> bool:
+    """Does the line hold a word (and so can anchor its region)? A blank line, `}`, `)`
+    or a closing quote does not."""
     return _WORD.search(line) is not None
+
+
+_strong = holds_word
 
 
 Score = tuple[int, int, int, int, int, int]

@@ -239,6 +239,17 @@ def _narrowness(spec: str) -> int:
     return 3 if sep and lines and all(p.isdigit() for p in lines.split("-", 1)) else 2
 
 
+def drop_claim(sel: Selection, amb: Ambiguous) -> None:
+    """Take a contested change the selection claims out of it: disclaimed, its lines no
+    longer among the selection's changes."""
+    sel.claimed_ambiguous.remove(amb)
+    sel.disclaimed_ambiguous.append(amb)
+    for ch in sel.changes:
+        if ch.path == amb.change.path:
+            ch.hunks = [h for h in ch.hunks if h is not amb.hunk]
+    sel.changes = [c for c in sel.changes if c.hunks or not c.splittable]
+
+
 def decide_boundaries(sel: Selection, claim: Sequence[str], disclaim: Sequence[str]) -> list[str]:
     """Apply a worker's --claim / --disclaim to the contested boundary changes of its own
     view (`select` with no claims takes them all): a disclaimed one leaves the selection.
@@ -254,12 +265,7 @@ def decide_boundaries(sel: Selection, claim: Sequence[str], disclaim: Sequence[s
         if yes and not no:
             continue
         if no and not yes:
-            sel.claimed_ambiguous.remove(amb)
-            sel.disclaimed_ambiguous.append(amb)
-            for ch in sel.changes:
-                if ch.path == amb.change.path:
-                    ch.hunks = [h for h in ch.hunks if h is not amb.hunk]
-            sel.changes = [c for c in sel.changes if c.hunks or not c.splittable]
+            drop_claim(sel, amb)
             continue
         undecided.append(f"{contest_lines(amb)} ({amb.reason or 'ambiguous'}; answered whole)")
     return undecided

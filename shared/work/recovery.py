@@ -31,7 +31,7 @@ from hunkwise.shared.git import objects
 from hunkwise.shared.hunks import diff, snapshot
 from hunkwise.shared.hunks.diff import FileChange, Hunk
 from hunkwise.shared.hunks.globs import grant_covers
-from hunkwise.shared.hunks.taskview import Selection, TreeView, select, whole_identity
+from hunkwise.shared.hunks.taskview import Selection, TreeView, drop_claim, select, whole_identity
 from hunkwise.shared.state import store
 from hunkwise.shared.state.models import Saved, SavedKind, State, Task, TaskState, report_path
 from hunkwise.shared.work import matching
@@ -444,12 +444,7 @@ def _held_elsewhere(tv: TreeView, state: State, task: Task, sel: Selection) -> N
                 continue
             if any(n == 0 and lo <= at <= hi and sha == h.sha256
                    for at, n, sha in saved.hunks.get(rp, [])):
-                sel.claimed_ambiguous.remove(amb)
-                sel.disclaimed_ambiguous.append(amb)
-                for ch in sel.changes:
-                    if ch.path == amb.change.path:
-                        ch.hunks = [x for x in ch.hunks if x is not h]
-                sel.changes = [c for c in sel.changes if c.hunks or not c.splittable]
+                drop_claim(sel, amb)
                 break
 
 
@@ -463,7 +458,7 @@ def _alone(repo: Path, tv: TreeView, task: Task, sel: Selection) -> None:
     top of the neighbour's own (a blank line appended before the two that open the next
     range recorded as three more). While the neighbours' lines are all as they were, the
     change is the task's alone, and the record says so."""
-    import re
+    from hunkwise.shared.hunks.regions import holds_word
 
     contested = {a.change.path for a in sel.claimed_ambiguous} - {p for p, _i in sel.inherited}
     att = tv.attribution
@@ -471,11 +466,10 @@ def _alone(repo: Path, tv: TreeView, task: Task, sel: Selection) -> None:
     # of its range that no longer stand where they stood, holding no word (the blank lines
     # the contested block took). A line another task's record says it wrote, a conflict,
     # a change of no task's, or another contest, and the file is recorded as before.
-    worded = re.compile(rb"[A-Za-z0-9_]")
     for tid, changes in att.owned.items():
         for ch in changes:
             if tid != task.id and ch.path in contested and (
-                    not ch.splittable or any(h.new_lines or worded.search(h.removed)
+                    not ch.splittable or any(h.new_lines or any(map(holds_word, diff.split_lines(h.removed)))
                                              for h in ch.hunks)):
                 contested.discard(ch.path)
     contested -= {ch.path for ch, _h in att.unowned}
