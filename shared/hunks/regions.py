@@ -526,7 +526,7 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
             told = 0
             if ev:
                 held = set(r.tasks)
-                for line, k in (Counter(share) - Counter(old)).items():
+                for line, k in _delta(old, share)[0].items():
                     writers = ev.get(_digest(line), _NONE)[0]
                     if writers and not held & set(writers):
                         return None
@@ -550,15 +550,16 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
             # gap while a range could hold them (the gap would take a task's lines from it).
             stray = 0
             if ev:
-                for line, n in (Counter(share) - Counter(old)).items():
+                for line, n in _delta(old, share)[0].items():
                     if _strong(line) and ev.get(_digest(line), _NONE)[0]:
                         stray += n
             return (-row[e - s], -stray, int(share == old) + kept, 0, 0, 0)
         told = 0
         if ev:
-            if not _consistent(old, share, r.owner, ev):
+            added, removed = _delta(old, share)
+            if not _consistent(added, removed, r.owner, ev):
                 return None
-            told = _accounted(old, share, r.owner, ev, r.owner in seen, beside[k])
+            told = _accounted(added, removed, r.owner, ev, r.owner in seen, beside[k])
         # Edge lines count only for a region that keeps some non-blank line of its own: a
         # blank line left of a deleted function keeps nothing in place.
         edges = 0
@@ -773,6 +774,8 @@ def _anchors(old: list[bytes], share: list[bytes], unique: frozenset[bytes]) -> 
     b = [w for w in (_words(x) for x in share) if w in unique]
     if not a or not b:
         return 0
+    if a == b:
+        return len(a)
     sm = difflib.SequenceMatcher(None, a, b, autojunk=False)
     return sum(size for _i, _j, size in sm.get_matching_blocks())
 
@@ -781,6 +784,8 @@ def _kept(old: list[bytes], share: list[bytes]) -> int:
     """How many of a region's old lines its share keeps, in order."""
     if not old or not share:
         return 0
+    if old == share:
+        return len(old)
     sm = difflib.SequenceMatcher(None, old, share, autojunk=False)
     return sum(size for _i, _j, size in sm.get_matching_blocks())
 
@@ -789,6 +794,8 @@ def _in_place(old: list[bytes], share: list[bytes]) -> int:
     """Lines of a region replaced, in order, by lines much like them (`_alike`)."""
     a = [_words(x) for x in old if _strong(x)]
     b = [_words(x) for x in share if _strong(x)]
+    if a == b:
+        return 0  # (nothing replaced)
     sm = difflib.SequenceMatcher(None, a, b, autojunk=False)
     return sum(_alike_run(a[i1:i2], b[j1:j2])
                for tag, i1, i2, j1, j2 in sm.get_opcodes() if tag == "replace")
@@ -838,11 +845,20 @@ def _digest(line: bytes) -> str:
 _NONE: tuple[dict[str, int], dict[str, int]] = ({}, {})
 
 
-def _consistent(old: list[bytes], share: list[bytes], task: str, evidence: Evidence) -> bool:
-    """False when crediting this share to `task` needs a line written (or removed) by
-    another task's session and not by its own."""
-    added = Counter(share) - Counter(old)
-    removed = Counter(old) - Counter(share)
+def _delta(old: list[bytes], share: list[bytes]) -> tuple[dict[bytes, int], dict[bytes, int]]:
+    """The lines a share adds to its region's old lines and the lines it removes, counted
+    (as `Counter(share) - Counter(old)` and the reverse, in one pass)."""
+    c = Counter(share)
+    c.subtract(old)
+    added = {line: n for line, n in c.items() if n > 0}
+    removed = {line: -n for line, n in c.items() if n < 0}
+    return added, removed
+
+
+def _consistent(added: dict[bytes, int], removed: dict[bytes, int], task: str,
+                evidence: Evidence) -> bool:
+    """False when crediting a share (the lines it adds and removes, `_delta`) to `task`
+    needs a line written (or removed) by another task's session and not by its own."""
     for line in added:
         writers, _ = evidence.get(_digest(line), _NONE)
         if writers and task not in writers:
@@ -854,21 +870,21 @@ def _consistent(old: list[bytes], share: list[bytes], task: str, evidence: Evide
     return True
 
 
-def _accounted(old: list[bytes], share: list[bytes], task: str, evidence: Evidence,
-               recorded: bool, worded: bool = False) -> int:
-    """The lines this share adds and removes that the task's sessions are on record as
-    having written and removed (counted: two blank lines written are two), less, for a
+def _accounted(added: dict[bytes, int], removed: dict[bytes, int], task: str,
+               evidence: Evidence, recorded: bool, worded: bool = False) -> int:
+    """The lines a share adds and removes (`_delta`) that the task's sessions are on record
+    as having written and removed (counted: two blank lines written are two), less, for a
     task whose sessions are on record in this file at all, the lines it would add or
     remove that no record shows. `worded`: lines it adds count only when they hold a
     word (beside a point, whose lines weigh their record line by line, a blank line the
     task wrote there must not also pull a neighbour's blank line into its range)."""
     n = 0
-    for line, k in (Counter(share) - Counter(old)).items():
+    for line, k in added.items():
         if worded and not _strong(line):
             continue
         on = min(k, evidence.get(_digest(line), _NONE)[0].get(task, 0))
         n += on - (k - on if recorded else 0)
-    for line, k in (Counter(old) - Counter(share)).items():
+    for line, k in removed.items():
         on = min(k, evidence.get(_digest(line), _NONE)[1].get(task, 0))
         n += on - (k - on if recorded else 0)
     return n
