@@ -38,14 +38,18 @@ HOOKS = ("pre-commit", "reference-transaction")
 
 # A shell whose agent session variable was mapped to a worker at `worker start` is a
 # worker's, whatever marks it sets: the coordinator's mark is not for it to lift.
+# The hooks run at every ref update and commit in the shared tree, the coordinator's own
+# included: they start no process but git, and git only where an answer needs it (a
+# session variable to look up, a ref to read), not for the coordinator's plain moves.
 _WORKER_SHELL = """worker_shell() {
-  state="${COORD_DIR:-$(git rev-parse --git-common-dir 2>/dev/null)/coord}"
   for id in "$CLAUDE_CODE_SESSION_ID" "$CODEX_THREAD_ID"; do
     case "$id" in ""|*/*|.*) continue;; esac
+    state="${COORD_DIR:-$(git rev-parse --git-common-dir 2>/dev/null)/coord}"
     [ -f "$state/identities/$id" ] && return 0
   done
   return 1
 }
+case "$0" in */*) here="${0%/*}";; *) here=.;; esac
 """
 
 _PRE_COMMIT = f"""#!/bin/sh
@@ -57,7 +61,7 @@ if [ "$HUNKWISE_COORDINATOR" != 1 ] || worker_shell; then
   echo "hunkwise: finish your task with: worker done TASK_ID" >&2
   exit 1
 fi
-chained="$(dirname "$0")/pre-commit{CHAINED}"
+chained="$here/pre-commit{CHAINED}"
 if [ -x "$chained" ]; then exec "$chained" "$@"; fi
 exit 0
 """
@@ -67,7 +71,9 @@ _REF_TX = f"""#!/bin/sh
 # Refuse moves of HEAD, branches and refs/stash by anyone but the coordinator, before
 # they happen ("prepared"): a stash is refused before it resets the tree.
 {_WORKER_SHELL}
-input=$(cat)
+input=
+while IFS= read -r line || [ -n "$line" ]; do input="${{input:+$input
+}}$line"; done
 if [ "$1" = prepared ] && {{ [ "$HUNKWISE_COORDINATOR" != 1 ] || worker_shell; }}; then
   echo "$input" | while read -r old new ref; do
     # Updates that move nothing pass: a reset to the same commit, and pack-refs (git gc),
@@ -86,7 +92,7 @@ if [ "$1" = prepared ] && {{ [ "$HUNKWISE_COORDINATOR" != 1 ] || worker_shell; }
     esac
   done || exit 1
 fi
-chained="$(dirname "$0")/reference-transaction{CHAINED}"
+chained="$here/reference-transaction{CHAINED}"
 if [ -x "$chained" ]; then printf '%s\\n' "$input" | "$chained" "$@"; exit $?; fi
 exit 0
 """

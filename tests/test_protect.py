@@ -526,6 +526,41 @@ def test_existing_hooks_are_chained_kept_running_and_restored(plain: Shared, coo
     assert p.returncode == 0 and "hunkwise" not in p.stderr
 
 
+def test_the_hooks_start_no_process_but_git(plain: Shared, coord: Cli, tmp_path: Path) -> None:
+    """The hooks run at every ref update and commit in the shared tree, the coordinator's
+    own included (an accept's HEAD move runs the reference-transaction hook twice): they
+    read their input and find their folder with the shell's own means. With nothing on
+    PATH but git, the coordinator's moves pass in silence, the chained hook gets its input
+    line for line, and a worker's move of HEAD is still refused."""
+    repo = plain.repo
+    hooks = repo / ".git" / "hooks"
+    seen = tmp_path / "chained.log"
+    _hook(hooks / "reference-transaction",
+          f'#!/bin/sh\nwhile read -r old new ref; do echo "$1 $old $new $ref" >> "{seen}"; done\n')
+    ok(coord(repo, "install-hooks"))
+    only_git = tmp_path / "bin"
+    only_git.mkdir()
+    (only_git / "git").symlink_to(shutil.which("git") or "git")
+    lines = f"{'0' * 40} {'1' * 40} refs/heads/main\n{'2' * 40} {'3' * 40} refs/heads/other\n"
+
+    def run(phase: str, coordinator: bool) -> subprocess.CompletedProcess[str]:
+        env = {**_env(coordinator), "PATH": str(only_git)}
+        return subprocess.run(["/bin/sh", str(hooks / "reference-transaction"), phase],
+                              cwd=repo, env=env, input=lines, capture_output=True, text=True)
+
+    for phase in ("prepared", "committed", "aborted"):
+        done = run(phase, coordinator=True)
+        assert (done.returncode, done.stderr) == (0, ""), (phase, done.stderr)
+    assert seen.read_text().splitlines() == [
+        f"{phase} {line}" for phase in ("prepared", "committed", "aborted")
+        for line in lines.splitlines()]
+    refused = run("prepared", coordinator=False)
+    assert refused.returncode == 1 and "refusing to move refs/heads/main" in refused.stderr
+    pre = subprocess.run(["/bin/sh", str(hooks / "pre-commit")], cwd=repo, capture_output=True,
+                         text=True, env={**_env(True), "PATH": str(only_git)})
+    assert (pre.returncode, pre.stderr) == (0, "")
+
+
 def test_a_failing_chained_hook_still_fails_the_coordinator_s_commit(plain: Shared,
                                                                      coord: Cli) -> None:
     repo = plain.repo
