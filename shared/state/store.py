@@ -337,7 +337,13 @@ def _dump(state: State) -> bytes:
     same number), in a third of the time."""
     import orjson
 
-    return orjson.dumps(state, default=_json_form, option=orjson.OPT_APPEND_NEWLINE)
+    try:
+        return orjson.dumps(state, default=_json_form, option=orjson.OPT_APPEND_NEWLINE)
+    except TypeError:
+        # What only json writes (a dict key that is a str subclass, an int past 64 bits):
+        # the same document by json, slower.
+        return json.dumps(state, default=_json_form, ensure_ascii=False, allow_nan=False,
+                          separators=(",", ":")).encode() + b"\n"
 
 
 def save(lay: Layout, state: State) -> None:
