@@ -38,7 +38,6 @@ from hunkwise.shared.state.models import (
     WorkReport,
 )
 from hunkwise.shared.work import recovery
-from hunkwise.shared.work.checks import SetupFailed, checkout, failure_text, run_checks
 from hunkwise.shared.work.recovery import kill_point
 
 MAX_ATTEMPTS = 5
@@ -103,6 +102,7 @@ def approving_sessions(ctx: Ctx, task: Task, revision: int) -> list[str]:
 def _recheck_checkout(ctx: Ctx, commit: str, written: AcceptJournal) -> Iterator[Path]:
     """A scratch checkout of `commit` (shared/work/checks.py): a temporary one is named in
     the journal before it exists, so a crash leaves nothing the next command does not remove."""
+    from hunkwise.shared.work.checks import checkout
 
     def made(folder: Path) -> None:
         written["recheck"] = str(folder)
@@ -121,6 +121,8 @@ def _recheck(ctx: Ctx, task: Task, commit: str, revision: int,
              written: AcceptJournal) -> tuple[RecheckDoc, Recheck]:
     """Run the task's checks on `commit` (HEAD + exactly its changes); raise CheckFailed,
     after keeping the failed recheck with the task, when one fails."""
+    from hunkwise.shared.work.checks import SetupFailed, failure_text, run_checks
+
     setup: CheckResult | None = None
     results: list[CheckResult] = []
     try:

@@ -18,7 +18,6 @@ import os
 import shlex
 import stat
 import sys
-import sysconfig
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -346,6 +345,8 @@ def import_path() -> list[str]:
     """The folders this installation imports hunkwise and its dependencies from, beyond
     the interpreter's own library: the hook runs without `site` (-S), which would spend
     milliseconds of every tool call finding them again (and running every `.pth`)."""
+    import sysconfig
+
     stdlib = {os.path.realpath(p) for p in (sysconfig.get_paths()["stdlib"],
                                              sysconfig.get_paths()["platstdlib"])}
     out: list[str] = []
@@ -523,14 +524,14 @@ def user_pre_commit(ctx: Ctx, head: str | None, tree: str) -> Ran | None:
     would yank every worker's edits). The hook runs as `git commit` runs it, from the
     checkout's top level, marked as the coordinator's (hunkwise's own pre-commit then
     passes straight to the hook it chains). None when there is no hook of the user's."""
-    from hunkwise.shared.git.checkout import Recipe, scratch
-    from hunkwise.shared.proc import run_command
-
     hook = hooks_dir(ctx) / "pre-commit"
     if head is None or not os.access(hook, os.X_OK):
         return None
     if _ours(hook) and not (hook.parent / ("pre-commit" + CHAINED)).exists():
         return None  # only hunkwise's own, which lets the coordinator through
+    from hunkwise.shared.git.checkout import Recipe, scratch
+    from hunkwise.shared.proc import run_command
+
     with scratch(ctx.repo, head, ctx.lay.root, Recipe()) as where:
         # HEAD stays the parent; index and files become the commit's: what is staged is
         # exactly the commit's change, as a `git commit` of it would see.

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING
 from hunkwise import inbox
 from hunkwise.shared import git
 from hunkwise.shared.errors import StateRefused
-from hunkwise.shared.git import checkout as git_checkout
 from hunkwise.shared.hunks.taskview import sync_ranges
 from hunkwise.shared.state import store
 from hunkwise.shared.state.context import Ctx
@@ -103,6 +102,8 @@ def settle(ctx: Ctx) -> Repaired | None:
         reset_index_paths(ctx, _entries_at(ctx, head, paths))
         _finish(ctx, task_id)
     if doc.get("recheck"):
+        from hunkwise.shared.git import checkout as git_checkout
+
         git_checkout.drop(ctx.repo, Path(doc["recheck"]))
     where.unlink()
     return {"task": task_id, "commit": commit, "landed": landed}

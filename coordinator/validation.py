@@ -7,7 +7,6 @@ afresh, and compared with the report's. Findings block accept; warnings do not.
 
 from __future__ import annotations
 
-import difflib
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -139,6 +138,8 @@ def _carried(repo: Path, tv: TreeView, tasks: dict[str, Task], task: Task,
     gone = [c for c in gone if c.path in holders]
     if not gone:
         return []
+    import difflib
+
     blobs = git.cat_blobs(repo, [c.new_oid for c in added] + [c.old_oid for c in gone])
     out: list[Finding] = []
     for a in added:

@@ -53,7 +53,7 @@ def plan_commit(ctx: Ctx, tv: TreeView, task_id: str,
         ids = {id(h) for h in c.hunks}
         others = [h for h in full.hunks if id(h) not in ids]
         try:
-            new = diff.splice(blobs[c.old_oid], c.hunks)
+            new = tv.splice_old(c.old_oid, blobs[c.old_oid], c.hunks)
             rest = diff.splice(new, diff.shift_hunks(others, c.hunks))
         except ValueError as e:
             raise CheckFailed(f"{c.path}: cannot separate {task_id}'s hunks ({e}); nothing committed") from None

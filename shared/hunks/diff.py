@@ -172,6 +172,18 @@ def parse_patch(patch: bytes) -> dict[bytes, tuple[bool, list[Hunk]]]:
         path, hunks, binary = None, [], False
 
     for line in patch.split(b"\n"):
+        if header is not None:
+            # Inside a hunk (most lines): a removed or an added line, tested first. Neither
+            # can be a header line (those start "diff --git " or "@@ ").
+            lead = line[:1]
+            if lead == b"-":
+                removed.append(line[1:] + b"\n")
+                last = removed
+                continue
+            if lead == b"+":
+                added.append(line[1:] + b"\n")
+                last = added
+                continue
         if line.startswith(b"diff --git "):
             close_file()
             path = _header_path(line)
@@ -191,13 +203,7 @@ def parse_patch(patch: bytes) -> dict[bytes, tuple[bool, list[Hunk]]]:
             if line.startswith(b"Binary files ") or line == b"GIT binary patch":
                 binary = True
             continue
-        if line.startswith(b"-"):
-            removed.append(line[1:] + b"\n")
-            last = removed
-        elif line.startswith(b"+"):
-            added.append(line[1:] + b"\n")
-            last = added
-        elif line.startswith(b"\\"):
+        if line.startswith(b"\\"):
             # "\ No newline at end of file" belongs to the line just before it.
             if last:
                 last[-1] = last[-1][:-1]

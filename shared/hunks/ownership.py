@@ -337,11 +337,16 @@ def _by_region(result: Attribution, ch: FileChange, old: list[bytes],
     new = split_lines(splice(b"".join(old), ch.hunks))
     regs = regions_of(len(old), [(g.start, g.end, tid) for tid, g in range_grants],
                       [(g.start, g.end, tid) for tid, g in point_grants])
-    div = divide(old, new, ch.hunks, placements(old, ch.hunks), regs, evidence)
+    git_places = placements(old, ch.hunks)
+    div = divide(old, new, ch.hunks, git_places, regs, evidence)
     ch.git_hunks = list(ch.hunks)
+    # Placements depend on the hunks' values only, and below only their bytes are read:
+    # a division that kept git's hunks has the placements already.
+    same = div.hunks == ch.git_hunks
     ch.hunks[:] = div.hunks
     result.at_point |= div.at_point
-    for h, places in zip(ch.hunks, placements(old, ch.hunks), strict=True):
+    for h, places in zip(ch.hunks, git_places if same else placements(old, ch.hunks),
+                         strict=True):
         if len(places) > 1:
             result.canon[id(h)] = canonical(places)
     for h, owner in sorted(div.owned, key=lambda ho: _order(ho[0])):

@@ -51,9 +51,22 @@ class TreeView:
     old_texts: dict[str, bytes] = field(default_factory=dict)
     # Paths under a range grant of an active task: a commit touching one re-maps ranges.
     ranged: set[str] = field(default_factory=set)
+    # (old blob id, hunks) -> that blob with those hunks spliced in (see `splice_old`).
+    spliced: dict[tuple[str, tuple[Hunk, ...]], bytes] = field(default_factory=dict, repr=False)
 
     def task_changes(self, task_id: str) -> list[FileChange]:
         return self.attribution.owned.get(task_id, [])
+
+    def splice_old(self, old_oid: str, base: bytes, hunks: Sequence[Hunk]) -> bytes:
+        """`diff.splice(base, hunks)`, where `base` is the blob `old_oid`: kept for this
+        view, since a task's validation and its commit plan splice the same hunks onto the
+        same old text. Keyed by the blob's id and the hunks' values, in order: all a splice
+        reads. (A splice that fails is not kept: it raises again.)"""
+        key = (old_oid, tuple(hunks))
+        got = self.spliced.get(key)
+        if got is None:
+            got = self.spliced[key] = diff.splice(base, hunks)
+        return got
 
 
 def view(repo: Path, tasks: Sequence[Task], snap: snapshot.Snapshot | None = None) -> TreeView:
@@ -402,7 +415,7 @@ def task_entries(repo: Path, tv: TreeView, task: Task, sel: Selection) -> list[C
     happens to split or place an edit: a report made before another task's commit that
     only shifts lines still matches.
     """
-    from hunkwise.shared.hunks.diff import hunk_digest, splice, split_lines
+    from hunkwise.shared.hunks.diff import hunk_digest, split_lines
     from hunkwise.shared.hunks.ownership import range_relation
 
     att = tv.attribution
@@ -442,7 +455,7 @@ def task_entries(repo: Path, tv: TreeView, task: Task, sel: Selection) -> list[C
                 ident = f"file:{c.new_mode}:{c.new_oid}".encode()
             else:
                 assert base is not None
-                ident = b"content:" + splice(base, hunks)
+                ident = b"content:" + tv.splice_old(c.old_oid, base, hunks)
             entry.regions = sorted(digests + [hashlib.sha256(ident).hexdigest()])
             continue
         assert base is not None
@@ -459,7 +472,7 @@ def task_entries(repo: Path, tv: TreeView, task: Task, sel: Selection) -> list[C
         for g, hs in zip(ranges[c.path], held, strict=True):
             if not hs:
                 continue
-            new = split_lines(splice(base, hs))
+            new = split_lines(tv.splice_old(c.old_oid, base, hs))
             delta = sum(h.new_lines - h.old_lines for h in hs)
             digests.append(hunk_digest(b"".join(old[g.start - 1:g.end]),
                                        b"".join(new[g.start - 1:g.end + delta])))
