@@ -10,6 +10,7 @@ saying why.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 from testing.env import ROOT
@@ -60,12 +61,18 @@ def _unit(module: str) -> str | None:
     return best
 
 
+@functools.cache
+def _parsed(path: Path) -> ast.Module:
+    """A source file's tree, parsed once for every test here (none of them changes it)."""
+    return ast.parse(path.read_bytes(), str(path))
+
+
 def _imports(path: Path) -> list[tuple[int, str]]:
     """Every product module `path` imports, at any depth of the file, without `hunkwise.`."""
     me = _module(path).split(".")
     package = me if path.name == "__init__.py" else me[:-1]
     found = []
-    for node in ast.walk(ast.parse(path.read_bytes(), str(path))):
+    for node in ast.walk(_parsed(path)):
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -96,7 +103,12 @@ def _exists(module: str) -> bool:
 
 
 def _graph() -> dict[str, set[str]]:
-    return {_module(p): {m for _, m in _imports(p)}
+    return {module: set(deps) for module, deps in _graph_once().items()}
+
+
+@functools.cache
+def _graph_once() -> dict[str, frozenset[str]]:
+    return {_module(p): frozenset(m for _, m in _imports(p))
             for d in SOURCES for p in sorted((ROOT / d).rglob("*.py"))}
 
 
@@ -237,7 +249,7 @@ def test_no_function_runs_past_80_lines_without_saying_why() -> None:
     long = []
     for d in SOURCES:
         for path in sorted((ROOT / d).rglob("*.py")):
-            tree = ast.parse(path.read_bytes(), str(path))
+            tree = _parsed(path)
             for name, fn in _functions(tree, _module(path)):
                 lines = (fn.end_lineno or fn.lineno) - fn.lineno + 1
                 if lines > MAX_LINES and name not in LONG_ELSEWHERE \
@@ -256,7 +268,7 @@ def test_a_long_function_is_known_by_its_reason() -> None:
     for name in LONG_ELSEWHERE:
         module = name.rsplit(".", 1)[0]
         path = ROOT / (module.replace(".", "/") + ".py")
-        for qual, fn in _functions(ast.parse(path.read_bytes()), module):
+        for qual, fn in _functions(_parsed(path), module):
             found[qual] = (fn.end_lineno or fn.lineno) - fn.lineno + 1
     stale = [n for n in LONG_ELSEWHERE if found.get(n, 0) <= MAX_LINES]
     assert stale == [], f"no longer long (or gone): drop them from LONG_ELSEWHERE: {stale}"
