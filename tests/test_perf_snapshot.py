@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -32,7 +33,6 @@ def settled(repo: Path, *paths: str) -> None:
     """Date these files ten seconds back: written in the same clock tick as an index, a file
     is "racily clean" and git looks at it again on every read (as a real tree's files, not
     written a moment ago, are not)."""
-    import time
 
     for p in paths:
         then = time.time() - 10
@@ -99,6 +99,10 @@ def test_a_heartbeat_with_nothing_new_reads_no_tree_and_records_nothing(
     write(repo, "other.txt", "another task's\n")  # outside A's grants: nothing due
     assert git_of_heartbeat() == ["cat-file"]
     write(repo, "src/new.txt", "A's new file\n")  # a new path in A's glob: due
+    # Written "a moment ago" however slowly the steps run: dated a minute ahead, it stays
+    # inside the racy window for both heartbeats.
+    ahead = time.time() + 60
+    os.utime(repo / "src" / "new.txt", (ahead, ahead))
     assert "update-ref" in git_of_heartbeat()
     assert "add" in git_of_heartbeat()  # written a moment ago: its stat data not trusted
     settled(repo, "src/new.txt")
