@@ -68,13 +68,12 @@ exit 0
 _REF_TX = f"""#!/bin/sh
 {MARK}
 # Refuse moves of HEAD, branches and refs/stash by anyone but the coordinator, before
-# they happen ("prepared"): a stash is refused before it resets the tree.
+# they happen ("prepared"): a stash is refused before it resets the tree. The updates are
+# read from stdin once, as they come (one transaction may carry thousands); they are kept
+# only when a chained hook needs them too.
 {_WORKER_SHELL}
-input=
-while IFS= read -r line || [ -n "$line" ]; do input="${{input:+$input
-}}$line"; done
-if [ "$1" = prepared ] && {{ [ "$HUNKWISE_COORDINATOR" != 1 ] || worker_shell; }}; then
-  echo "$input" | while read -r old new ref; do
+check() {{
+  while read -r old new ref; do
     # Updates that move nothing pass: a reset to the same commit, and pack-refs (git gc),
     # which writes a ref into packed-refs at its current value, then drops the loose copy.
     [ "$old" = "$new" ] && continue
@@ -87,12 +86,21 @@ if [ "$1" = prepared ] && {{ [ "$HUNKWISE_COORDINATOR" != 1 ] || worker_shell; }
       HEAD|refs/heads/*|refs/stash)
         echo "hunkwise: refusing to move $ref: this tree is shared by several workers;" >&2
         echo "hunkwise: only the coordinator commits or moves branches (coord accept)" >&2
-        exit 1;;
+        return 1;;
     esac
-  done || exit 1
-fi
+  done
+}}
 chained="$here/reference-transaction{CHAINED}"
-if [ -x "$chained" ]; then printf '%s\\n' "$input" | "$chained" "$@"; exit $?; fi
+if [ "$1" = prepared ] && {{ [ "$HUNKWISE_COORDINATOR" != 1 ] || worker_shell; }}; then
+  if [ -x "$chained" ]; then
+    input=$(cat)
+    printf '%s\n' "$input" | check || exit 1
+    printf '%s\n' "$input" | "$chained" "$@"; exit $?
+  fi
+  check || exit 1
+  exit 0
+fi
+if [ -x "$chained" ]; then exec "$chained" "$@"; fi
 exit 0
 """
 

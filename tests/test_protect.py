@@ -529,9 +529,9 @@ def test_existing_hooks_are_chained_kept_running_and_restored(plain: Shared, coo
 def test_the_hooks_start_no_process_but_git(plain: Shared, coord: Cli, tmp_path: Path) -> None:
     """The hooks run at every ref update and commit in the shared tree, the coordinator's
     own included (an accept's HEAD move runs the reference-transaction hook twice): they
-    read their input and find their folder with the shell's own means. With nothing on
-    PATH but git, the coordinator's moves pass in silence, the chained hook gets its input
-    line for line, and a worker's move of HEAD is still refused."""
+    find their folder with the shell's own means and hand their input on as it comes.
+    With nothing on PATH but git, the coordinator's moves pass in silence and the chained
+    hook gets its input line for line; a worker's move of HEAD is still refused."""
     repo = plain.repo
     hooks = repo / ".git" / "hooks"
     seen = tmp_path / "chained.log"
@@ -544,7 +544,7 @@ def test_the_hooks_start_no_process_but_git(plain: Shared, coord: Cli, tmp_path:
     lines = f"{'0' * 40} {'1' * 40} refs/heads/main\n{'2' * 40} {'3' * 40} refs/heads/other\n"
 
     def run(phase: str, coordinator: bool) -> subprocess.CompletedProcess[str]:
-        env = {**_env(coordinator), "PATH": str(only_git)}
+        env = {**_env(coordinator), "PATH": str(only_git)} if coordinator else _env(False)
         return subprocess.run(["/bin/sh", str(hooks / "reference-transaction"), phase],
                               cwd=repo, env=env, input=lines, capture_output=True, text=True)
 
