@@ -1,5 +1,7 @@
 """The state lock: held by another process it refuses after COORD_LOCK_TIMEOUT (exit 3,
-nothing written); a holder that dies frees it; a waiter gets it once it is released."""
+nothing written); a holder that dies frees it; a waiter gets it once it is released. And
+the state file's bytes: what is saved is read back as it was, and what cannot be read
+back is never saved."""
 
 from __future__ import annotations
 
@@ -10,7 +12,9 @@ import sys
 import threading
 from pathlib import Path
 
+import pytest
 from hunkwise.shared.state import store
+from hunkwise.shared.state.models import State, Task
 
 from testing.wait import wait_until
 
@@ -117,3 +121,48 @@ def test_a_transaction_that_fails_leaves_no_unsaved_state_to_reuse(make_repo) ->
             st.batch = 7
             raise RuntimeError("the command failed half-way")
     assert store.load(lay, reuse=kept).batch != 7
+
+
+# ---- the state file's bytes ---------------------------------------------------------------
+
+def _read_again(lay: store.Layout) -> State:
+    store._SEEN.clear()  # (a command's first read, not the state it saved itself)
+    return store.load(lay)
+
+
+def test_what_orjson_reads_otherwise_is_read_back_as_it_was_saved(make_repo, coord) -> None:
+    """The state is read by orjson, which takes an int past 64 bits for a float and
+    refuses a byte-order mark: such a state (a ttl of 2**64 seconds in coord.toml reaches
+    the task's claim) is read as json reads it, never called unreadable."""
+    repo = make_repo({"a.txt": "a\n"})
+    assert coord(repo, "assign", "T", "--title", "t", "--expect", "e", "--write", "a.txt").code == 0
+    lay = store.layout(repo)
+    with store.transaction(lay) as state:
+        state.seq["huge"] = 2**64
+    assert _read_again(lay).seq["huge"] == 2**64
+    lay.state_file.write_bytes(b"\xef\xbb\xbf" + lay.state_file.read_bytes())  # saved by hand
+    again = _read_again(lay)
+    assert again.seq["huge"] == 2**64 and again.tasks["T"].title == "t"
+    assert coord(repo, "status").code == 0
+
+
+@pytest.mark.parametrize("written", ["field by field", "by its compiled form"])
+def test_a_value_that_is_not_a_finite_number_is_never_saved(make_repo, coord, written: str,
+                                                            monkeypatch) -> None:
+    """NaN or an infinity in a float field (or a dict of floats) fails the save, as json
+    did; the file keeps what it held (orjson would write null, which no reader takes)."""
+    repo = make_repo({"a.txt": "a\n"})
+    assert coord(repo, "assign", "T", "--title", "t", "--expect", "e", "--write", "a.txt").code == 0
+    lay = store.layout(repo)
+    monkeypatch.setattr(store, "_FORMS", {})
+    monkeypatch.setattr(store, "_WRITTEN", {} if written == "field by field"
+                        else {State: 10**6, Task: 10**6})
+    before = lay.state_file.read_bytes()
+    spoils = [lambda s: setattr(s.tasks["T"], "updated_at", float("nan")),
+              lambda s: s.sessions.__setitem__("w", float("inf"))]
+    for spoil in spoils:
+        with pytest.raises(ValueError, match="not a finite number"):
+            with store.transaction(lay) as state:
+                spoil(state)
+        assert lay.state_file.read_bytes() == before
+    assert _read_again(lay).tasks["T"].title == "t"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
+import math
 import os
 import tempfile
 import time
@@ -181,13 +182,19 @@ def _remember(lay: Layout, data: bytes, state: State) -> None:
     _SEEN[lay.state_file] = (data, state)
 
 
-def _trusted_loads(data: bytes) -> Any:
-    """The state hunkwise wrote itself: strict about NaN (orjson reads only strict JSON),
-    without the duplicate-key pass that untrusted bytes get (STYLE.md, "Files and
-    concurrency"). orjson reads a state of 1,000 tasks in 0.4 of the time json does."""
-    import orjson
+def _trusted_loads(data: bytes, fast: bool = True) -> Any:
+    """The state hunkwise wrote itself: strict about NaN, without the duplicate-key pass
+    that untrusted bytes get (STYLE.md, "Files and concurrency"). `fast`: by orjson, which
+    reads a state of 1,000 tasks in 0.4 of the time json does; otherwise by json."""
+    if fast:
+        import orjson
 
-    return orjson.loads(data)
+        return orjson.loads(data)
+
+    def no_constants(name: str) -> Any:
+        raise ValueError(f"{name} is not valid JSON")
+
+    return json.loads(data, parse_constant=no_constants)
 
 
 def _parse_state(lay: Layout, data: bytes) -> State:
@@ -206,17 +213,28 @@ def _parse_state(lay: Layout, data: bytes) -> State:
             gc.enable()
 
 
+def _state_of(lay: Layout, doc: Any) -> State:
+    version = doc.get("version", 1) if isinstance(doc, dict) else None
+    if isinstance(version, int) and version > STATE_VERSION:
+        raise UsageError(f"{lay.state_file}: written by a newer hunkwise (state version "
+                         f"{version}, this one reads up to {STATE_VERSION}); upgrade hunkwise")
+    while isinstance(version, int) and version < STATE_VERSION:
+        doc = MIGRATIONS[version](doc)
+        version += 1
+    return State.model_validate(doc)
+
+
 def _parse_state_now(lay: Layout, data: bytes) -> State:
     try:
-        doc = _trusted_loads(data)
-        version = doc.get("version", 1) if isinstance(doc, dict) else None
-        if isinstance(version, int) and version > STATE_VERSION:
-            raise UsageError(f"{lay.state_file}: written by a newer hunkwise (state version "
-                             f"{version}, this one reads up to {STATE_VERSION}); upgrade hunkwise")
-        while isinstance(version, int) and version < STATE_VERSION:
-            doc = MIGRATIONS[version](doc)
-            version += 1
-        state = State.model_validate(doc)
+        state = _state_of(lay, _trusted_loads(data))
+    except (RecordError, ValueError):
+        # What orjson reads otherwise than json (an int past 64 bits, as a float) or
+        # refuses (a byte-order mark, an escaped lone surrogate): read by json, as always,
+        # and judged on that.
+        state = None
+    try:
+        if state is None:
+            state = _state_of(lay, _trusted_loads(data, fast=False))
     except RecordError as e:
         raise UsageError(f"{lay.state_file}: state is unreadable ({e.message}); "
                          "restore it from a backup or move it aside") from None
@@ -292,9 +310,40 @@ def _json_form(v: Any) -> Any:
                  _default_of(spec) if spec.omit or name in later else None)
                 for name, spec in cls._decl)
         d = v.__dict__
+        for name in _numbers(cls):
+            _finite(d[name], f"{cls.__name__}.{name}")
         return {key: d[name] for name, key, omit, default in keys
                 if not (omit and d[name] == default)}
     raise TypeError(f"{type(v).__name__} is not JSON")
+
+
+def _numbers(cls: type[Record]) -> frozenset[str]:
+    """The fields a record declares as floats (alone, optional, or in a dict or list):
+    json refused to write NaN or an infinity, and orjson writes them as null, a state no
+    reader takes back. So these are checked as they are written."""
+    got = _NUMBERS.get(cls)
+    if got is None:
+        notes = {n: str(a) for base in reversed(cls.__mro__)
+                 for n, a in base.__dict__.get("__annotations__", {}).items()}
+        got = _NUMBERS[cls] = frozenset(n for n, _spec in cls._decl
+                                        if "float" in notes.get(n, ""))
+    return got
+
+
+def _finite(x: Any, where: str) -> Any:
+    """`x` when it holds no NaN or infinity (a float, or the values of a dict or list)."""
+    if x.__class__ is float:
+        bad = not math.isfinite(x)
+    elif x.__class__ is dict:
+        bad = any(v.__class__ is float and not math.isfinite(v) for v in x.values())
+    elif x.__class__ is list or x.__class__ is tuple:
+        bad = any(v.__class__ is float and not math.isfinite(v) for v in x)
+    else:
+        return x
+    if bad:
+        raise ValueError(f"{where} holds a value that is not a finite number ({x!r}); "
+                         "the state is not saved")
+    return x
 
 
 def _form_of(cls: type[Record]) -> Callable[[Record], dict[str, Any]]:
@@ -305,15 +354,20 @@ def _form_of(cls: type[Record]) -> Callable[[Record], dict[str, Any]]:
     ns: dict[str, Any] = {}
     head: list[str] = []
     tail: list[str] = []
+    numbers = _numbers(cls)
+    ns["finite"] = _finite
     for i, (name, spec) in enumerate(cls._decl):
         key, at = repr(spec.key or name), repr(name)
+        # A float field goes through `_finite` on its way out.
+        get = (f"finite(d[{at}], {cls.__name__ + '.' + name!r})" if name in numbers
+               else f"d[{at}]")
         if spec.omit or name in later:
             ns[f"D{i}"] = _default_of(spec)
-            tail += [f"    x = d[{at}]", f"    if not x == D{i}:", f"        out[{key}] = x"]
+            tail += [f"    x = {get}", f"    if not x == D{i}:", f"        out[{key}] = x"]
         elif tail:
-            tail.append(f"    out[{key}] = d[{at}]")
+            tail.append(f"    out[{key}] = {get}")
         else:
-            head.append(f"{key}: d[{at}]")
+            head.append(f"{key}: {get}")
     src = "\n".join(["def form(v):", "    d = v.__dict__", f"    out = {{{', '.join(head)}}}",
                      *tail, "    return out"]) + "\n"
     exec(compile(src, f"<json form of {cls.__name__}>", "exec"), ns)  # noqa: S102 - our own source
@@ -327,6 +381,7 @@ def _default_of(spec: Any) -> Any:
 
 
 _FORMS: dict[type, Callable[[Record], dict[str, Any]]] = {}
+_NUMBERS: dict[type, frozenset[str]] = {}
 _WRITTEN: dict[type, int] = {}
 _KEYS: dict[type, tuple[tuple[str, str, bool, Any], ...]] = {}
 def _dump(state: State) -> bytes:
