@@ -40,11 +40,25 @@ HOOKS = ("pre-commit", "reference-transaction")
 # The hooks run at every ref update and commit in the shared tree, the coordinator's own
 # included: they start no process but git, and git only where an answer needs it (a
 # session variable to look up, a ref to read), not for the coordinator's plain moves.
+# The id is looked up as `worker start` recorded it (shared/state/identity.py): surrounding
+# blanks dropped, a plain id under its own name, any other under `h-` and the first 40 hex
+# digits of its SHA-256 (a process only for such an id: both agents' ids are plain UUIDs).
 _WORKER_SHELL = """worker_shell() {
   for id in "$CLAUDE_CODE_SESSION_ID" "$CODEX_THREAD_ID"; do
-    case "$id" in ""|*/*|.*) continue;; esac
+    id="${id#"${id%%[![:space:]]*}"}"; id="${id%"${id##*[![:space:]]}"}"
+    [ -n "$id" ] && [ ${#id} -le 200 ] || continue
+    case "$id" in
+      [A-Za-z0-9]*[!A-Za-z0-9_.-]*|[!A-Za-z0-9]*) name=;;
+      *) name="$id";;
+    esac
+    [ ${#id} -le 100 ] || name=
+    if [ -z "$name" ]; then
+      sum=$(printf %s "$id" | { sha256sum 2>/dev/null || shasum -a 256 2>/dev/null; }) || continue
+      sum="${sum%% *}"; rest="${sum#????????????????????????????????????????}"
+      name="h-${sum%"$rest"}"
+    fi
     state="${COORD_DIR:-$(git rev-parse --git-common-dir 2>/dev/null)/coord}"
-    [ -f "$state/identities/$id" ] && return 0
+    [ -f "$state/identities/$name" ] && return 0
   done
   return 1
 }

@@ -526,6 +526,33 @@ def test_existing_hooks_are_chained_kept_running_and_restored(plain: Shared, coo
     assert p.returncode == 0 and "hunkwise" not in p.stderr
 
 
+@pytest.mark.parametrize("agent_id", ["0199a1b2-3c4d-7e8f-9a0b-1c2d3e4f5a6b",
+                                      " 0199a1b2-3c4d-7e8f-9a0b-padded ", "thread:7/a b"])
+def test_a_worker_shell_is_known_to_the_hooks_by_its_agent_session(plain: Shared, coord: Cli,
+                                                                   agent_id: str) -> None:
+    """A shell whose agent session variable `worker start` mapped to a worker is a
+    worker's, whatever marks it sets: its commit and its branch move are refused even
+    with HUNKWISE_COORDINATOR=1. The id is looked up as it was recorded: surrounding
+    blanks dropped, an id that is no plain name under its digest."""
+    repo = plain.repo
+    ok(coord(repo, "install-hooks"))
+    ok(coord(repo, "assign", "t9", "--title", "t9", "--expect", "e", "--write", "n9.txt"))
+    ok(run_cli("worker", repo, "start", "t9", env={"CLAUDE_CODE_SESSION_ID": agent_id}))
+    env = {**_env(True), "CLAUDE_CODE_SESSION_ID": agent_id}
+    before = head(repo)
+    ahead = git(repo, "commit-tree", f"{before}^{{tree}}", "-p", before, "-m", "x").strip()
+    for args in (["commit", "-q", "--allow-empty", "-m", "x"], ["branch", "-f", "main2"],
+                 ["update-ref", "refs/heads/main", ahead]):
+        p = subprocess.run(["git", *args], cwd=repo, env=env, capture_output=True, text=True,
+                           stdin=subprocess.DEVNULL)
+        assert p.returncode != 0 and "hunkwise:" in p.stderr, (args, p.stderr)
+    assert head(repo) == before
+    # The coordinator's own shell, another session: its moves pass.
+    other = {**_env(True), "CLAUDE_CODE_SESSION_ID": "0199a1b2-coordinator"}
+    assert subprocess.run(["git", "branch", "-f", "main2"], cwd=repo, env=other,
+                          capture_output=True).returncode == 0
+
+
 def test_the_hooks_start_no_process_but_git(plain: Shared, coord: Cli, tmp_path: Path) -> None:
     """The hooks run at every ref update and commit in the shared tree, the coordinator's
     own included (an accept's HEAD move runs the reference-transaction hook twice): they
