@@ -88,6 +88,8 @@ _REF_TX = f"""#!/bin/sh
 {_WORKER_SHELL}
 check() {{
   while read -r old new ref; do
+    # Only these refs are guarded: any other passes at once (a fetch's tags, git gc).
+    case "$ref" in HEAD|refs/heads/*|refs/stash) ;; *) continue;; esac
     # Updates that move nothing pass: a reset to the same commit, and pack-refs (git gc),
     # which writes a ref into packed-refs at its current value, then drops the loose copy.
     [ "$old" = "$new" ] && continue
@@ -96,12 +98,9 @@ check() {{
       *[!0]*) ;;
       *) grep -qx "$old $ref" "$(git rev-parse --git-common-dir)/packed-refs" 2>/dev/null && continue;;
     esac
-    case "$ref" in
-      HEAD|refs/heads/*|refs/stash)
-        echo "hunkwise: refusing to move $ref: this tree is shared by several workers;" >&2
-        echo "hunkwise: only the coordinator commits or moves branches (coord accept)" >&2
-        return 1;;
-    esac
+    echo "hunkwise: refusing to move $ref: this tree is shared by several workers;" >&2
+    echo "hunkwise: only the coordinator commits or moves branches (coord accept)" >&2
+    return 1
   done
 }}
 chained="$here/reference-transaction{CHAINED}"
