@@ -427,6 +427,16 @@ def index_info(entries: Mapping[str, tuple[str, str] | None], repo: Path | None 
     return b"".join(lines)
 
 
+def stat_identity(path: Path) -> str:
+    """A file's stat data as a stamp compares it ("none" when it is not there): any write
+    changes it, and a file replaced by a rename (as git writes its index) has another inode."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return "none"
+    return f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
+
+
 def index_dirty(repo: Path, *, remembered: bool = False) -> list[str]:
     """Paths whose index entry differs from HEAD (staged by someone, or unmerged).
 
@@ -439,10 +449,10 @@ def index_dirty(repo: Path, *, remembered: bool = False) -> list[str]:
     stamp = gd / "hunkwise" / "index-clean"
     now = ""
     if remembered:
+        seen = stat_identity(gd / "index")
+        now = f"{seen} {base}" if seen != "none" else ""
         try:
-            st = os.stat(gd / "index")
-            now = f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns} {base}"
-            if stamp.read_text() == now:
+            if now and stamp.read_text() == now:
                 return []
         except OSError:
             pass

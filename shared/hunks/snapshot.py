@@ -99,14 +99,6 @@ def _scoped_tree(repo: Path, env: dict[str, str], base: str, only: list[str]) ->
 KEPT = "hunkwise/snapshot"
 
 
-def _identity(path: Path) -> str:
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return "none"
-    return f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
-
-
 def _filters(repo: Path, gd: Path) -> str:
     """Where the repository's own clean filters and attributes are set: changed, the kept
     index's stat data no longer says what `add -A` would hash, and it is copied afresh.
@@ -118,7 +110,7 @@ def _filters(repo: Path, gd: Path) -> str:
     places = [common / "config", common / "info" / "attributes"]
     if gd != common:
         places.append(gd / "config.worktree")
-    return ",".join(_identity(p) for p in places)
+    return ",".join(git.stat_identity(p) for p in places)
 
 
 @contextlib.contextmanager
@@ -146,7 +138,7 @@ def _kept_index(repo: Path, gd: Path, htree: str) -> Iterator[tuple[dict[str, st
     try:
         idx, stamp = home / "index", home / "stamp"
         env = {"GIT_INDEX_FILE": str(idx)}
-        source = f"{_identity(gd / 'index')} {htree} {_filters(repo, gd)}"
+        source = f"{git.stat_identity(gd / 'index')} {htree} {_filters(repo, gd)}"
         try:
             kept, last = stamp.read_text().split("\n")[:2]
         except (OSError, ValueError):

@@ -384,6 +384,8 @@ _FORMS: dict[type, Callable[[Record], dict[str, Any]]] = {}
 _NUMBERS: dict[type, frozenset[str]] = {}
 _WRITTEN: dict[type, int] = {}
 _KEYS: dict[type, tuple[tuple[str, str, bool, Any], ...]] = {}
+
+
 def _dump(state: State) -> bytes:
     """The state as compact JSON, one line (`jq . state.json` shows it indented), written
     by orjson: the record as `model_dump_json(by_alias=True)` gives it, without a walk of
