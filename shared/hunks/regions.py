@@ -517,6 +517,9 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
                    if once_old.get(w) == 1 and _WORD.search(w))
 
     kept_cut = [kept_at(k) if rival[k] else None for k in range(len(regs) - 1)]
+    words_of = [[_words(x) for x in o] for o in old_of]
+    own_words = [set(w) for w in words_of]
+    nw_words = [_words(x) for x in nw]
 
     def score(k: int, s: int, e: int, row: list[int], ev: Evidence | None) -> Score | None:
         r, old, share = regs[k], old_of[k], nw[s:e]
@@ -563,9 +566,8 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
         # Edge lines count only for a region that keeps some non-blank line of its own: a
         # blank line left of a deleted function keeps nothing in place.
         edges = 0
-        po, ps = [_words(x) for x in old], [_words(x) for x in share]
-        kept_own = bool(set(x for x in ps if x) & set(po))
-        if kept_own:
+        po, ps = words_of[k], nw_words[s:e]
+        if not own_words[k].isdisjoint(filter(None, ps)):
             # Never across a boundary that splits a run of identical lines: there an edge
             # line kept could as well be the neighbour's. Between two tasks' ranges the
             # boundary counts once, below.
@@ -616,12 +618,17 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
                     post[k][s_cut] = min(got)
         return pre, post, pre[-1][width]
 
+    # bounds() depends on the layers alone, not on the evidence or the order: once per layers.
+    bounded: list[tuple[list[dict[int, int]], list[dict[int, int]], int] | None] = []
+
     def solve(ev: Evidence | None, order: tuple[int, ...] = (0, 1, 2, 3, 4, 5)
               ) -> list[dict[int, tuple[Score, list[int]]]] | None:
         """The best divisions by the rules in `order` (cost always first). Only shares on
         a division of least cost are scored; where the evidence rules out every one of
         those, every share is."""
-        got = bounds()
+        if not bounded:
+            bounded.append(bounds())
+        got = bounded[0]
         if got is not None:
             found = _walk(ev, order, got)
             if found is not None:
@@ -634,33 +641,44 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
         # best[k][c]: best score of regions 0..k-1 with boundary k-1 at cut c, and the
         # cuts before it that reach it (all of them, for ties).
         best: list[dict[int, tuple[Score, list[int]]]] = [{0: ((0, 0, 0, 0, 0, 0), [])}]
+        as_given = order == (0, 1, 2, 3, 4, 5)
+        told = ev is not None
         for k in range(len(regs)):
             nxt: dict[int, tuple[Score, list[int]]] = {}
+            # The cuts that end region k, each with the least cost of the regions after it
+            # (none, unbounded): a share off every division of least cost is never scored.
+            ends: list[tuple[int, int | None]]
+            if bound is None:
+                ends = [(e_cut, None) for e_cut in layers[k + 1]]
+                pre_k: dict[int, int] = {}
+                least = 0
+            else:
+                post_k = bound[1][k + 1]
+                ends = [(e_cut, post_k[e_cut]) for e_cut in layers[k + 1] if e_cut in post_k]
+                pre_k, least = bound[0][k], bound[2]
             for s_cut, (sc, _) in best[k].items():
                 row = row_of(k, s_cut)
-                for e_cut in layers[k + 1]:
-                    if e_cut < s_cut:
+                room = least - pre_k[s_cut] if bound is not None else 0
+                for e_cut, after in ends:
+                    if e_cut < s_cut or (after is not None and row[e_cut - s_cut] + after > room):
                         continue
-                    if bound is not None:
-                        pre, post, least = bound
-                        after = post[k + 1].get(e_cut)
-                        if after is None or pre[k][s_cut] + row[e_cut - s_cut] + after > least:
-                            continue
-                    key = (k, s_cut, e_cut, ev is not None)
+                    key = (k, s_cut, e_cut, told)
                     if key in scores:
                         got = scores[key]
                     else:
                         got = scores[key] = score(k, s_cut, e_cut, row, ev)
                     if got is None:
                         continue
-                    got = (got[order[0]], got[order[1]], got[order[2]], got[order[3]],
-                           got[order[4]], got[order[5]])
+                    if not as_given:
+                        got = (got[order[0]], got[order[1]], got[order[2]], got[order[3]],
+                               got[order[4]], got[order[5]])
                     total = (sc[0] + got[0], sc[1] + got[1], sc[2] + got[2], sc[3] + got[3],
                              sc[4] + got[4], sc[5] + got[5])
-                    if e_cut not in nxt or total > nxt[e_cut][0]:
+                    held = nxt.get(e_cut)
+                    if held is None or total > held[0]:
                         nxt[e_cut] = (total, [s_cut])
-                    elif total == nxt[e_cut][0]:
-                        nxt[e_cut][1].append(s_cut)
+                    elif total == held[0]:
+                        held[1].append(s_cut)
             if not nxt:
                 return None
             best.append(nxt)
@@ -671,6 +689,7 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
         # The evidence fits no least-cost division (a line one region happens to share
         # with another pulls the cut): it outweighs cost, so every cut is open to it.
         layers[1:-1] = [_few(list(range(min(c), width + 1)), 64) for c in cuts]
+        bounded.clear()
         best = solve(evidence)
         if best is None:
             return None
@@ -767,9 +786,22 @@ def _few(options: list[int], most: int = 64) -> list[int]:
     return sorted({options[round(i * step)] for i in range(most)})
 
 
-def _anchors(old: list[bytes], share: list[bytes], unique: frozenset[bytes]) -> int:
+# The three measures below are pure functions of the lines they are given, and the same
+# region shares recur: in each solve's second and third opinion, between the divisions with
+# and without the record, and between views of one file taken one after another (an
+# accept's validation and its commit plan). Each is remembered, by the lines themselves.
+_MEMO = 1 << 12
+
+
+def _anchors(old: Sequence[bytes], share: Sequence[bytes], unique: frozenset[bytes]) -> int:
     """How many lines that occur once in the window's old lines and once in its new ones
     (by their words) a region's share keeps in order."""
+    return _anchors_of(tuple(old), tuple(share), unique)
+
+
+@functools.lru_cache(maxsize=_MEMO)
+def _anchors_of(old: tuple[bytes, ...], share: tuple[bytes, ...], unique: frozenset[bytes]
+                ) -> int:
     a = [w for w in (_words(x) for x in old) if w in unique]
     b = [w for w in (_words(x) for x in share) if w in unique]
     if not a or not b:
@@ -780,8 +812,13 @@ def _anchors(old: list[bytes], share: list[bytes], unique: frozenset[bytes]) -> 
     return sum(size for _i, _j, size in sm.get_matching_blocks())
 
 
-def _kept(old: list[bytes], share: list[bytes]) -> int:
+def _kept(old: Sequence[bytes], share: Sequence[bytes]) -> int:
     """How many of a region's old lines its share keeps, in order."""
+    return _kept_of(tuple(old), tuple(share))
+
+
+@functools.lru_cache(maxsize=_MEMO)
+def _kept_of(old: tuple[bytes, ...], share: tuple[bytes, ...]) -> int:
     if not old or not share:
         return 0
     if old == share:
@@ -790,8 +827,13 @@ def _kept(old: list[bytes], share: list[bytes]) -> int:
     return sum(size for _i, _j, size in sm.get_matching_blocks())
 
 
-def _in_place(old: list[bytes], share: list[bytes]) -> int:
+def _in_place(old: Sequence[bytes], share: Sequence[bytes]) -> int:
     """Lines of a region replaced, in order, by lines much like them (`_alike`)."""
+    return _in_place_of(tuple(old), tuple(share))
+
+
+@functools.lru_cache(maxsize=_MEMO)
+def _in_place_of(old: tuple[bytes, ...], share: tuple[bytes, ...]) -> int:
     a = [_words(x) for x in old if _strong(x)]
     b = [_words(x) for x in share if _strong(x)]
     if a == b:
@@ -845,9 +887,17 @@ def _digest(line: bytes) -> str:
 _NONE: tuple[dict[str, int], dict[str, int]] = ({}, {})
 
 
-def _delta(old: list[bytes], share: list[bytes]) -> tuple[dict[bytes, int], dict[bytes, int]]:
+def _delta(old: Sequence[bytes], share: Sequence[bytes]
+           ) -> tuple[dict[bytes, int], dict[bytes, int]]:
     """The lines a share adds to its region's old lines and the lines it removes, counted
-    (as `Counter(share) - Counter(old)` and the reverse, in one pass)."""
+    (as `Counter(share) - Counter(old)` and the reverse, in one pass). Remembered like the
+    measures above: the dicts are shared, read them only."""
+    return _delta_of(tuple(old), tuple(share))
+
+
+@functools.lru_cache(maxsize=_MEMO)
+def _delta_of(old: tuple[bytes, ...], share: tuple[bytes, ...]
+              ) -> tuple[dict[bytes, int], dict[bytes, int]]:
     c = Counter(share)
     c.subtract(old)
     added = {line: n for line, n in c.items() if n > 0}
