@@ -246,8 +246,8 @@ def test_no_accept_at_a_shared_point_commits_a_byte_of_another_task(
         chunk: int, provenance: bool, differ: Differ) -> None:
     """Exact commits, and most of them land: refusing everything would be exact too."""
     landed = refused = 0
-    for seed in SEEDS[chunk::CHUNKS]:
-        got, no, _asked = run_scenario(seed, differ, provenance)
+    for got, no, _asked in differ.each(lambda seed: run_scenario(seed, differ, provenance),
+                                       SEEDS[chunk::CHUNKS]):
         landed, refused = landed + got, refused + len(no)
     # Measured over all 120 seeds: 74% land with provenance, 25% without (a line at a
     # point beside a neighbour's blank lines is never committed on an answer alone).
@@ -260,16 +260,16 @@ def test_no_accept_at_a_shared_point_commits_a_byte_of_another_task(
 def test_lines_that_tell_nothing_at_a_point_are_never_committed_wrong(
         chunk: int, provenance: bool, differ: Differ) -> None:
     """Holders also insert blank lines and copies of the line their point follows."""
-    for seed in SEEDS[chunk::CHUNKS]:
-        run_scenario(seed, differ, provenance, weak=True)
+    differ.each(lambda seed: run_scenario(seed, differ, provenance, weak=True),
+                SEEDS[chunk::CHUNKS])
 
 
 def test_with_provenance_the_holders_of_a_point_are_asked_little(differ: Differ) -> None:
     """The record settles who inserted which line: a tenth of the questions."""
-    asked_with = asked_without = 0
-    for seed in range(20):
-        asked_with += run_scenario(seed, differ, provenance=True)[2]
-        asked_without += run_scenario(seed, differ, provenance=False)[2]
+    asked_with = sum(r[2] for r in differ.each(
+        lambda seed: run_scenario(seed, differ, provenance=True), range(20)))
+    asked_without = sum(r[2] for r in differ.each(
+        lambda seed: run_scenario(seed, differ, provenance=False), range(20)))
     assert asked_without > 0 and asked_with * 10 <= asked_without, (asked_with, asked_without)
 
 

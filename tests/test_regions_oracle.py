@@ -274,8 +274,8 @@ def test_no_accept_commits_a_byte_of_another_task(chunk: int, differ: Differ) ->
     and every blank line of a run a boundary splits, is asked about, and a block holding
     lines of both has no true answer)."""
     landed = refused = 0
-    for seed in SEEDS[chunk::CHUNKS]:
-        got, no, _asked = run_scenario(seed, differ, provenance=False)
+    for got, no, _asked in differ.each(lambda seed: run_scenario(seed, differ, provenance=False),
+                                       SEEDS[chunk::CHUNKS]):
         landed, refused = landed + got, refused + len(no)
     assert landed >= 0.1 * (landed + refused), (landed, refused)
 
@@ -288,8 +288,8 @@ def test_with_provenance_no_accept_commits_a_byte_of_another_task(chunk: int,
     accept lands (none refused over all 520 seeds: 1,715 accepts; a neighbour's commit
     before a task's never makes its report stale, its lines mapped outside the range)."""
     landed = refused = 0
-    for seed in SEEDS[chunk::CHUNKS]:
-        got, no, _asked = run_scenario(seed, differ, provenance=True)
+    for got, no, _asked in differ.each(lambda seed: run_scenario(seed, differ, provenance=True),
+                                       SEEDS[chunk::CHUNKS]):
         landed, refused = landed + got, refused + len(no)
     assert refused == 0, (landed, refused)
 
@@ -351,7 +351,7 @@ def test_the_oracle_in_other_styles(style: str, provenance: bool, differ: Differ
     sample = globals()["build"](1).text(set()).decode()
     assert ("}" in sample) if style == "closing braces" else ("  \n" in sample), sample
     landed = refused = 0
-    for seed in range(0, 200, 12):
-        got, no, _ = run_scenario(seed, differ, provenance)
+    for got, no, _ in differ.each(lambda seed: run_scenario(seed, differ, provenance),
+                                  range(0, 200, 12)):
         landed, refused = landed + got, refused + len(no)
     assert landed and (refused == 0 or not provenance), (landed, refused)

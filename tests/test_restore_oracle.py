@@ -417,10 +417,15 @@ def test_restore_puts_back_exactly_what_was_destroyed(chunk: int, provenance: bo
     one task's lines): no wrong listing, no wrong write; refusals (nothing written) are
     rare: three over the 400 scenarios of both modes, none without provenance, where the
     lines around a destroyed change were changed by another task too."""
-    out = Outcome()
+    def one(seed: int) -> Outcome:
+        got = Outcome()
+        run_seed(seed, diffs, provenance, got)
+        return got
+
     diffs = Diffs(differ)
-    for seed in SEEDS[chunk::CHUNKS]:
-        run_seed(seed, diffs, provenance, out)
+    outs = differ.each(one, SEEDS[chunk::CHUNKS])
+    out = Outcome(recorded=sum(o.recorded for o in outs), restored=sum(o.restored for o in outs),
+                  refused=[r for o in outs for r in o.refused])
     assert out.recorded > 0 and out.restored > 0
     assert len(out.refused) <= 3, "\n".join(out.refused)
 
