@@ -106,9 +106,8 @@ def test_the_wheel_lives_beside_packages_that_ship_shared_and_worker(
 
     Path(site, "deps.pth").write_text(str(Path(click.__file__).parent.parent) + "\n")
     other = _fake_wheel(tmp_path)
-    for whl in (other, wheel):
-        subprocess.run([*pip, "--python", str(py), "install", "--no-deps", "--no-index", str(whl)],
-                       check=True, capture_output=True)
+    subprocess.run([*pip, "--python", str(py), "install", "--no-deps", "--no-index", str(other),
+                    str(wheel)], check=True, capture_output=True)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     for tool in ("coord", "worker"):
         r = subprocess.run([str(env_dir / "bin" / tool), "--version"], capture_output=True,
