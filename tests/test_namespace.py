@@ -30,10 +30,12 @@ def _python_files() -> list[Path]:
     return sorted(p for d in SOURCES for p in (ROOT / d).rglob("*.py"))
 
 
-# A line that could import one of the bare names: only files holding one are parsed (the
-# parse decides; a file with no such line has no such import).
-_MAY_IMPORT = re.compile(rb"(?:^|;)[ \t]*(?:import[ \t][^\n]*|from[ \t]+)\b(?:%s)\b"
-                         % b"|".join(n.encode() for n in sorted(OLD_NAMES)), re.M)
+# Only a file where `import` or `from` is followed, on its line or the lines it continues
+# with a backslash, by one of the bare names as a word of its own (not after a dot, as in
+# `hunkwise.shared`) can import one, however the statement is written: only those are
+# parsed, and the parse decides.
+_MAY_IMPORT = re.compile(rb"\b(?:import|from)(?:[ \t\f]|\\\r?\n)(?:[^\n]|\\\r?\n)*?(?<![.\w])(?:%s)\b"
+                         % b"|".join(n.encode() for n in sorted(OLD_NAMES)))
 
 
 def test_no_module_imports_the_folders_by_their_bare_names() -> None:

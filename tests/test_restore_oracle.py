@@ -424,7 +424,10 @@ def test_restore_puts_back_exactly_what_was_destroyed(chunk: int, provenance: bo
 
     diffs = Diffs(differ)
     outs = differ.each(one, SEEDS[chunk::CHUNKS])
-    out = Outcome(recorded=sum(o.recorded for o in outs), restored=sum(o.restored for o in outs),
+    out = Outcome(recorded=sum(o.recorded for o in outs),
+                  unreported=sum(o.unreported for o in outs),
+                  misattributed=sum(o.misattributed for o in outs),
+                  restored=sum(o.restored for o in outs),
                   refused=[r for o in outs for r in o.refused])
     assert out.recorded > 0 and out.restored > 0
     assert len(out.refused) <= 3, "\n".join(out.refused)

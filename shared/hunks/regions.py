@@ -521,6 +521,18 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
     own_words = [set(w) for w in words_of]
     nw_words = [_words(x) for x in nw]
 
+    # What a share's score needs that the evidence does not change, once per share: the
+    # solves with the record and without it (and each solve's second and third opinion)
+    # score the same shares. (Kept for this window only: a long-lived process holds none.)
+    deltas: dict[tuple[int, int, int], tuple[dict[bytes, int], dict[bytes, int]]] = {}
+    measures: dict[tuple[int, int, int], tuple[int, int]] = {}
+
+    def delta(k: int, s: int, e: int) -> tuple[dict[bytes, int], dict[bytes, int]]:
+        got = deltas.get((k, s, e))
+        if got is None:
+            got = deltas[(k, s, e)] = _delta(old_of[k], nw[s:e])
+        return got
+
     def score(k: int, s: int, e: int, row: list[int], ev: Evidence | None) -> Score | None:
         r, old, share = regs[k], old_of[k], nw[s:e]
         if r.point:
@@ -529,7 +541,7 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
             told = 0
             if ev:
                 held = set(r.tasks)
-                for line, k in _delta(old, share)[0].items():
+                for line, n_of in delta(k, s, e)[0].items():
                     writers = ev.get(_digest(line), _NONE)[0]
                     if writers and not held & set(writers):
                         return None
@@ -538,11 +550,11 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
                     # the holders wrote: a range beside the point, weighed line by line,
                     # must not gain by taking one of two copies from it.
                     if _strong(line):
-                        told += min(k, sum(n for t, n in writers.items() if t in held))
+                        told += min(n_of, sum(n for t, n in writers.items() if t in held))
                     # A line no holder is on record as writing, while they are on record in
                     # this file: not one of theirs (a blank line left where it was, say).
                     if not held & set(writers) and held & seen:
-                        told -= k
+                        told -= n_of
             return (-row[e - s], told, 0, 0, 0, 0)
         if r.owner is None:
             # A gap beside a point keeps the most of its old lines, blank ones too: the
@@ -553,13 +565,13 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
             # gap while a range could hold them (the gap would take a task's lines from it).
             stray = 0
             if ev:
-                for line, n in _delta(old, share)[0].items():
+                for line, n in delta(k, s, e)[0].items():
                     if _strong(line) and ev.get(_digest(line), _NONE)[0]:
                         stray += n
             return (-row[e - s], -stray, int(share == old) + kept, 0, 0, 0)
         told = 0
         if ev:
-            added, removed = _delta(old, share)
+            added, removed = delta(k, s, e)
             if not _consistent(added, removed, r.owner, ev):
                 return None
             told = _accounted(added, removed, r.owner, ev, r.owner in seen, beside[k])
@@ -577,8 +589,10 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
                 edges += 1
         if k < len(regs) - 1 and rival[k]:
             edges += meet(k, e)
-        return (-row[e - s], told, 0, _anchors(old, share, unique), _in_place(old, share),
-                edges)
+        got = measures.get((k, s, e))
+        if got is None:
+            got = measures[(k, s, e)] = (_anchors(old, share, unique), _in_place(old, share))
+        return (-row[e - s], told, 0, got[0], got[1], edges)
 
     # Each solve (with the evidence and without, the second opinion) scores the same
     # region shares again: each is computed once.
@@ -786,22 +800,9 @@ def _few(options: list[int], most: int = 64) -> list[int]:
     return sorted({options[round(i * step)] for i in range(most)})
 
 
-# The three measures below are pure functions of the lines they are given, and the same
-# region shares recur: in each solve's second and third opinion, between the divisions with
-# and without the record, and between views of one file taken one after another (an
-# accept's validation and its commit plan). Each is remembered, by the lines themselves.
-_MEMO = 1 << 12
-
-
 def _anchors(old: Sequence[bytes], share: Sequence[bytes], unique: frozenset[bytes]) -> int:
     """How many lines that occur once in the window's old lines and once in its new ones
     (by their words) a region's share keeps in order."""
-    return _anchors_of(tuple(old), tuple(share), unique)
-
-
-@functools.lru_cache(maxsize=_MEMO)
-def _anchors_of(old: tuple[bytes, ...], share: tuple[bytes, ...], unique: frozenset[bytes]
-                ) -> int:
     a = [w for w in (_words(x) for x in old) if w in unique]
     b = [w for w in (_words(x) for x in share) if w in unique]
     if not a or not b:
@@ -814,11 +815,6 @@ def _anchors_of(old: tuple[bytes, ...], share: tuple[bytes, ...], unique: frozen
 
 def _kept(old: Sequence[bytes], share: Sequence[bytes]) -> int:
     """How many of a region's old lines its share keeps, in order."""
-    return _kept_of(tuple(old), tuple(share))
-
-
-@functools.lru_cache(maxsize=_MEMO)
-def _kept_of(old: tuple[bytes, ...], share: tuple[bytes, ...]) -> int:
     if not old or not share:
         return 0
     if old == share:
@@ -829,11 +825,6 @@ def _kept_of(old: tuple[bytes, ...], share: tuple[bytes, ...]) -> int:
 
 def _in_place(old: Sequence[bytes], share: Sequence[bytes]) -> int:
     """Lines of a region replaced, in order, by lines much like them (`_alike`)."""
-    return _in_place_of(tuple(old), tuple(share))
-
-
-@functools.lru_cache(maxsize=_MEMO)
-def _in_place_of(old: tuple[bytes, ...], share: tuple[bytes, ...]) -> int:
     a = [_words(x) for x in old if _strong(x)]
     b = [_words(x) for x in share if _strong(x)]
     if a == b:
@@ -890,14 +881,7 @@ _NONE: tuple[dict[str, int], dict[str, int]] = ({}, {})
 def _delta(old: Sequence[bytes], share: Sequence[bytes]
            ) -> tuple[dict[bytes, int], dict[bytes, int]]:
     """The lines a share adds to its region's old lines and the lines it removes, counted
-    (as `Counter(share) - Counter(old)` and the reverse, in one pass). Remembered like the
-    measures above: the dicts are shared, read them only."""
-    return _delta_of(tuple(old), tuple(share))
-
-
-@functools.lru_cache(maxsize=_MEMO)
-def _delta_of(old: tuple[bytes, ...], share: tuple[bytes, ...]
-              ) -> tuple[dict[bytes, int], dict[bytes, int]]:
+    (as `Counter(share) - Counter(old)` and the reverse, in one pass)."""
     c = Counter(share)
     c.subtract(old)
     added = {line: n for line, n in c.items() if n > 0}
