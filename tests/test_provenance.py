@@ -83,3 +83,13 @@ def test_accept_prunes_the_record_of_finished_sessions(make_repo, coord, worker,
     assert worker(repo, "done", "A", session=sa).code == 0
     assert coord(repo, "accept", "A").code == 0
     assert set(provenance.all_writers(root)) == {"b.txt"}  # A's session is done
+
+
+def test_a_line_is_recorded_by_the_sha256_of_its_bytes_without_the_line_ending() -> None:
+    """The digest is the record's format (records written before stay readable): SHA-256,
+    whichever implementation computes it."""
+    import hashlib
+
+    for line in (b"", b"a1", b"a1\n", b"a1\r\n", b"  x = 1  \n", "é ∑ 字\n".encode(), b"\x00\xff"):
+        want = hashlib.sha256(line.rstrip(b"\r\n")).hexdigest()
+        assert provenance.line_digest(line) == want, line

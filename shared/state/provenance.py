@@ -17,10 +17,19 @@ layer: the hooks run on every tool call and pay for each import.
 
 from __future__ import annotations
 
-import hashlib
 import os
 
 from hunkwise.shared import fastjson
+
+# The interpreter's own SHA-256 where it has one: hashlib loads OpenSSL first, some 10 ms
+# of every after-call hook on a small machine. The same digest either way.
+try:
+    from _sha2 import sha256 as _sha256  # type: ignore[import-not-found]  # 3.12 and later
+except ImportError:
+    try:
+        from _sha256 import sha256 as _sha256  # type: ignore[import-not-found]  # 3.11
+    except ImportError:  # an interpreter built without its own hashes
+        from hashlib import sha256 as _sha256
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # (the hooks note provenance: no pathlib, json or typing at run time)
@@ -38,7 +47,7 @@ _CHUNK = 40  # digests per line: 40 * 67 bytes plus the path stays under 4096 fo
 
 def line_digest(line: bytes) -> str:
     """The digest provenance keeps of one line: its bytes without the line ending."""
-    return hashlib.sha256(line.rstrip(b"\r\n")).hexdigest()
+    return str(_sha256(line.rstrip(b"\r\n")).hexdigest())
 
 
 def note(root: StrPath, session: str, path: str, lines: Iterable[bytes],
