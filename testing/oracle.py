@@ -7,7 +7,6 @@ from __future__ import annotations
 import random
 import subprocess
 import threading
-from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -41,7 +40,7 @@ class Differ:
     a chunk of 65 scenarios starts some 30 git processes instead of some 1,000)."""
 
     def __init__(self, where: Path) -> None:
-        self.a, self.b, self.where = where / "a", where / "b", where
+        self.where = where
         self.seen: dict[tuple[bytes, bytes], list[Hunk]] = {}
         self._turn = threading.Condition()
         self._running = 0  # scenarios of `each` not waiting for a diff
@@ -62,11 +61,8 @@ class Differ:
             if threading.current_thread() in self._side_by_side:
                 got = self._wait(key, old, new)
             else:
-                self.a.write_bytes(old)
-                self.b.write_bytes(new)
-                out = subprocess.run(["git", "diff", "--no-index", "-U0", *hw_git.DIFF_PINS,
-                                      "a", "b"], cwd=self.where, capture_output=True).stdout
-                got = self.seen[key] = next(iter(parse_patch(out).values()), (False, []))[1]
+                self._diff({key: (old, new)})
+                got = self.seen[key]
         return [dataclasses.replace(h) for h in got]
 
     def each(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> list[Any]:
@@ -111,7 +107,9 @@ class Differ:
             try:
                 while key not in self.seen:
                     if self._running == 0:
-                        self._diff_asked()
+                        # (kept until answered: a failure is raised to each waiter in turn)
+                        self._diff(dict(self._asked))
+                        self._asked.clear()
                         self._turn.notify_all()
                     else:
                         self._turn.wait()
@@ -119,28 +117,27 @@ class Differ:
                 self._running += 1
             return self.seen[key]
 
-    def _diff_asked(self) -> None:
+    def _diff(self, pairs: dict[tuple[bytes, bytes], tuple[bytes, bytes]]) -> None:
+        """git's hunks of every pair, into `seen`: one `git diff --no-index` of two folders."""
         import shutil
 
-        asked = dict(self._asked)  # (kept until answered: a failure is raised to each waiter)
         self._batches += 1
         top = self.where / f"batch{self._batches}"
+        (top / "a").mkdir(parents=True)
+        (top / "b").mkdir()
         names = {}
-        for n, (key, (old, new)) in enumerate(asked.items()):
+        for n, (key, (old, new)) in enumerate(pairs.items()):
             name = f"{n:06d}"
             names[name.encode()] = key
-            for side, text in (("a", old), ("b", new)):
-                (top / side).mkdir(parents=True, exist_ok=True)
-                (top / side / name).write_bytes(text)
+            (top / "a" / name).write_bytes(old)
+            (top / "b" / name).write_bytes(new)
         out = subprocess.run(["git", "diff", "--no-index", "-U0", *hw_git.DIFF_PINS, "a", "b"],
                              cwd=top, capture_output=True)
         assert out.returncode in (0, 1), out.stderr
-        got = parse_patch(out.stdout)
-        for path, (_binary, hunks) in got.items():
+        for path, (_binary, hunks) in parse_patch(out.stdout).items():
             self.seen[names[path.split(b"/", 1)[1]]] = hunks
         for key in names.values():
             self.seen.setdefault(key, [])  # (the same texts: no section)
-            del self._asked[key]
         shutil.rmtree(top)
 
 
@@ -265,8 +262,6 @@ def play(sc: Story, grants: dict[str, list[Grant]], differ: Differ, evidence: An
     return len(accepted), refusals, asked
 
 
-DISCARDS: Counter[str] = Counter()  # how the discards went: checked, refused (a measure)
-_COUNTING = threading.Lock()  # (scenarios run side by side: Differ.each)
 
 
 def _discard_each(sc: Story, tasks: dict[str, Task], tv: TreeView, final: bytes,
@@ -293,11 +288,7 @@ def _discard_each(sc: Story, tasks: dict[str, Task], tv: TreeView, final: bytes,
             d: ({t: n for t, n in w.items() if t != tid}, {t: n for t, n in g.items() if t != tid})
             for d, (w, g) in evidence.items()})
         if moved_by_discard(tv, after, list(tasks.values()), tid, {PATH}):
-            with _COUNTING:
-                DISCARDS["moved"] += 1
             continue  # refused: nothing written
-        with _COUNTING:
-            DISCARDS["checked"] += 1
         want = sc.text(set(sc.tasks) - {tid})
         assert got == want, (f"{label}: discarding {tid} does not remove exactly its edits\n"
                              f"{sc.describe()}\ngot  {got!r}\nwant {want!r}")
