@@ -20,6 +20,8 @@ A contested block is settled, in this order:
 1. between a range and a gap, it is the range's (an insertion at a range's edge is in it);
 2. by evidence (provenance): a division that credits a line to a task whose session did
    not write it (or removes one it did not remove), while another's session did, is out;
+   so is one that keeps a line in a region whose task's session removed it while another
+   task's session, not its own, wrote one like it;
 3. where the remaining divisions differ only by lines inserted at the boundary (a pure
    insertion), by the equivalent-placements rule: the division that keeps the regions'
    edge lines in place (the insertion can lie strictly inside one region) wins; between two
@@ -183,6 +185,8 @@ def divide(old: Sequence[bytes], new: Sequence[bytes], hunks: Sequence[Hunk],
             lo, hi = (p.old_start, p.old_start) if not p.old_lines else (
                 p.old_start, p.old_start + p.old_lines - 1)
             dirty |= {b for b, (a, z) in near.items() if lo <= z and hi >= a - (not p.old_lines)}
+    if evidence:
+        dirty |= _recorded_across(old, places, regions, bounds - dirty, evidence)
     out = Division()
     # Gaps between old lines (after old line q) that some placement of a hunk reaches: a
     # window's edge is never one of them, so git's alignment holds on both sides of it.
@@ -234,6 +238,47 @@ def divide(old: Sequence[bytes], new: Sequence[bytes], hunks: Sequence[Hunk],
              + [h for h, _ in out.conflicts])
     every.sort(key=_order)
     out.hunks = every
+    return out
+
+
+def _recorded_across(old: Sequence[bytes], places: Sequence[Sequence[Hunk]],
+                     regions: Sequence[Region], bounds: set[int], evidence: Evidence
+                     ) -> set[int]:
+    """Boundaries no hunk touches, where the unchanged lines between one and a hunk in the
+    region beside it are lines the record says the task across the boundary wrote, or the
+    region's own task removed: git kept them in place, but they may be the neighbour's,
+    written where the region's task deleted its own (a function deleted beside a helper
+    the neighbour put above its own, ending alike). Such a boundary is divided exactly."""
+    changed: set[int] = set()
+    at: set[int] = set()  # insertions after old line q
+    for ps in places:
+        for p in ps:
+            if p.old_lines:
+                changed.update(range(p.old_start, p.old_start + p.old_lines))
+            else:
+                at.add(p.old_start)
+    owner_of = {r.end: (r.owner, regions[k + 1].owner)
+                for k, r in enumerate(regions[:-1]) if r.end in bounds}
+    out: set[int] = set()
+    for b, (x, y) in owner_of.items():
+        if x is None or y is None or x == y:
+            continue
+        for step, mine, theirs in ((-1, x, y), (1, y, x)):
+            q = b if step < 0 else b + 1
+            run: list[bytes] = []
+            while 1 <= q <= len(old) and len(run) < WINDOW and q not in changed and \
+                    not (step < 0 and q in at) and not (step > 0 and q - 1 in at and run):
+                run.append(old[q - 1])
+                q += step
+            if not (1 <= q <= len(old)) or len(run) >= WINDOW or not run:
+                continue  # (no hunk near: nothing moved there)
+            for line in run:
+                if not _strong(line):
+                    continue
+                writers, removers = evidence.get(_digest(line), _NONE)
+                if (theirs in writers and mine not in writers) or mine in removers:
+                    out.add(b)
+                    break
     return out
 
 
@@ -400,8 +445,9 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
     1. least total cost (lines removed plus lines added; combinations of cuts that are
        each least-cost alone need not be together);
     2. consistent with the evidence: no task credited with a line another task's session
-       wrote (or removed) and its own did not; then the most of what the sessions are on
-       record as having written and removed accounted for;
+       wrote (or removed) and its own did not, no region keeping a line its task's session
+       removed and another's wrote (`_kept_against`); then the most of what the sessions
+       are on record as having written and removed accounted for;
     3. gaps no range holds left as they were (the change at a range's edge is the range's);
     4. more anchors kept in their own regions: lines that occur once in the window's old
        lines and once in its new ones (a blank line, `pass` or a closing quote anchor nothing);
@@ -518,6 +564,7 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
 
     kept_cut = [kept_at(k) if rival[k] else None for k in range(len(regs) - 1)]
     words_of = [[_words(x) for x in o] for o in old_of]
+    old_counts = [Counter(o) for o in old_of]
     own_words = [set(w) for w in words_of]
     nw_words = [_words(x) for x in nw]
 
@@ -573,6 +620,8 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
         if ev:
             added, removed = delta(k, s, e)
             if not _consistent(added, removed, r.owner, ev):
+                return None
+            if _kept_against(old_counts[k], removed, r.owner, ev):
                 return None
             told = _accounted(added, removed, r.owner, ev, r.owner in seen, beside[k])
         # Edge lines count only for a region that keeps some non-blank line of its own: a
@@ -702,7 +751,10 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
     if best is None and evidence:
         # The evidence fits no least-cost division (a line one region happens to share
         # with another pulls the cut): it outweighs cost, so every cut is open to it.
-        layers[1:-1] = [_few(list(range(min(c), width + 1)), 64) for c in cuts]
+        # (And a few below the least-cost cuts: a line the region above keeps may be one
+        # the record says the region below wrote, its neighbour's decorator.)
+        layers[1:-1] = [list(range(max(0, min(c) - 16), min(c))) + _few(list(range(min(c), width + 1)), 64)
+                        for c in cuts]
         bounded.clear()
         best = solve(evidence)
         if best is None:
@@ -748,12 +800,26 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
             share = nw[chosen[k]:chosen[k + 1]]
             if r.owner is None or not any(x.strip() for x in share):
                 continue  # (a point keeps nothing of its own: it holds no line to keep)
-            if old_of[k] != share and not _anchors(old_of[k], share, own):
+            if old_of[k] == share:
+                continue
+            if not _anchors(old_of[k], share, own):
                 # (A gap beside it keeps its own lines: a gap owns nothing to contest.)
                 if k > 0 and regs[k - 1].owner is not None:
                     on[k] |= set(range(min(layers[k]), chosen[k + 1] + 1))
                 if k < len(regs) - 1 and regs[k + 1].owner is not None:
                     on[k + 1] |= set(range(chosen[k], max(layers[k + 1]) + 1))
+                continue
+            # A region that keeps fewer of its distinctive lines than it loses, its edge
+            # line beside another task's range gone, is placed by coincidence on that side:
+            # what it keeps there could as well be the neighbour's, written where the region
+            # deleted its own (a decorator kept of a deleted function, beside a neighbour
+            # that added the same; a function deleted but for its `return None`, beside a
+            # neighbour that appended a helper ending so).
+            top, bottom = _loose_sides(old_of[k], share, own)
+            if top and k > 0 and regs[k - 1].owner not in (None, r.owner):
+                on[k] |= set(range(min(layers[k]), chosen[k + 1] + 1))
+            if bottom and k < len(regs) - 1 and regs[k + 1].owner not in (None, r.owner):
+                on[k + 1] |= set(range(chosen[k], max(layers[k + 1]) + 1))
     out: list[tuple[int, int, Contest | None]] = []
     for k in range(len(cuts)):
         got = sorted(on[k + 1])
@@ -811,6 +877,24 @@ def _anchors(old: Sequence[bytes], share: Sequence[bytes], unique: frozenset[byt
         return len(a)
     sm = difflib.SequenceMatcher(None, a, b, autojunk=False)
     return sum(size for _i, _j, size in sm.get_matching_blocks())
+
+
+def _loose_sides(old: Sequence[bytes], share: Sequence[bytes], own: frozenset[bytes]
+                 ) -> tuple[bool, bool]:
+    """(top, bottom): the sides where a region that keeps fewer of its distinctive lines
+    (`own`, by their words) than it loses has lost its edge line (the first or last line
+    that holds a word, neither kept nor edited in place)."""
+    a = [w for w in (_words(x) for x in old) if w in own]
+    b = [w for w in (_words(x) for x in share) if w in own]
+    if not a or not b:
+        return False, False
+    sm = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    kept = sum(size for _i, _j, size in sm.get_matching_blocks())
+    if 2 * kept >= len(a):
+        return False, False
+    ow = [_words(x) for x in old if _strong(x)]
+    sw = [_words(x) for x in share if _strong(x)]
+    return not _alike(ow[0], sw[0]), not _alike(ow[-1], sw[-1])
 
 
 def _kept(old: Sequence[bytes], share: Sequence[bytes]) -> int:
@@ -902,6 +986,25 @@ def _consistent(added: dict[bytes, int], removed: dict[bytes, int], task: str,
         if removers and task not in removers:
             return False
     return True
+
+
+def _kept_against(old: Counter[bytes], removed: dict[bytes, int], task: str,
+                  evidence: Evidence) -> bool:
+    """Does a share keep a line of its region that the record says the task's sessions
+    removed (more of them than the share removes) while another task's session, and not
+    the task's own, wrote one like it? Then the line is not the region's old line kept: it
+    is the other task's, written where the task removed its own (a helper appended after a
+    function whose neighbour deleted one ending alike; a decorator added to a function
+    while the neighbour deleted its decorated one). Only lines that hold a word count: a
+    blank line on record says nothing of where."""
+    for line, n in old.items():
+        if n <= removed.get(line, 0) or not _strong(line):
+            continue  # (none of it kept)
+        writers, removers = evidence.get(_digest(line), _NONE)
+        if removers.get(task, 0) > removed.get(line, 0) and task not in writers and \
+                any(t != task for t in writers):
+            return True
+    return False
 
 
 def _accounted(added: dict[bytes, int], removed: dict[bytes, int], task: str,
