@@ -133,14 +133,65 @@ def _hook_settings(parts: list[str]) -> bool:
     return False
 
 
-def protected(real: str, tree: bool = False) -> str | None:
+# Files outside any working tree that change what git or a shell runs for every session
+# (a global `diff.external`, a clean filter, an fsmonitor hook; a line in a login shell's
+# startup file): a worker that wrote one would run code inside other sessions' calls.
+_STARTUP = frozenset({".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile",
+                      ".zshrc", ".zshenv", ".zprofile", ".zlogin", ".kshrc", ".mkshrc"})
+
+
+def _outside(real: str, env: Mapping[str, str], tree: bool = False) -> str | None:
+    """Why a worker may not write this path outside the working trees: git's global or
+    system settings, a shell's startup file, this installation of hunkwise or the Python
+    environment that runs its hooks (`tree`: or a folder holding one)."""
+    home = env.get("HOME") or os.path.expanduser("~")
+    xdg = env.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    git_says = "it is git's own settings for every repository, which run code in every session"
+    files = [os.path.join(home, ".gitconfig"), "/etc/gitconfig",
+             *(env[k] for k in ("GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM") if env.get(k))]
+    places = [(os.path.realpath(f), git_says, False) for f in files]
+    places.append((os.path.realpath(os.path.join(xdg, "git")), git_says, True))
+    places += [(os.path.join(os.path.realpath(home), f),
+                "it is a shell's startup file, which runs in every session's shell", False)
+               for f in _STARTUP]
+    places += [(root, "it is hunkwise's own installation (the guard and its hooks) or the "
+                      "Python that runs them", True) for root in _installed()]
+    for place, why, folder in places:
+        if real == place or (folder and real.startswith(place + os.sep)) or \
+                (tree and place.startswith(real.rstrip(os.sep) + os.sep)):
+            return why
+        if not folder and os.path.dirname(real) == os.path.dirname(place) and \
+                os.path.basename(real).startswith(os.path.basename(place) + "."):
+            return why  # (its lock file, or a copy git would rename over it)
+    return None
+
+
+def _installed() -> list[str]:
+    """The folders this hunkwise runs from: its package (and, installed editable, the
+    source it points to) and the Python environment's prefix."""
+    import sys
+
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    found = {here, os.path.realpath(here),
+             os.path.dirname(os.path.dirname(os.path.realpath(__file__))),
+             os.path.realpath(sys.prefix)}
+    return sorted(f for f in found if f and f != os.sep)
+
+
+def protected(real: str, tree: bool = False, env: Mapping[str, str] | None = None) -> str | None:
     """Why no worker may write this path (a real, absolute path): inside a git directory,
-    or an agent's hook settings. (The state directory is checked against the served tree.)"""
+    or an agent's hook settings; outside every served tree, git's global settings, a shell's
+    startup file or this installation. (The state directory is checked against the served
+    tree.)"""
     parts = real.split(os.sep)
     if any(p.lower().rstrip(". ") == ".git" or p.lower() == "git~1" for p in parts):
         return "it is inside a .git directory: git's settings, hooks and refs are the coordinator's"
     if _hook_settings(parts):
         return "it is an agent's hook settings, which keep the guard on"
+    if env is not None:
+        why = _outside(real, env, tree)
+        if why is not None:
+            return why
     if tree:
         import glob
 
@@ -247,6 +298,14 @@ def guard(stdin_text: str, env: Mapping[str, str] | None = None,
         if not isinstance(cmd, str):
             return _refuse(f"a {tool} call without a command string")
         found = check_command(cmd, scope=scope)
+        if found is None and (tool == "Monitor" or ti.get("run_in_background")):
+            # Claude Code's `run_in_background` and its Monitor tool run the command on
+            # after the call returns: what it writes then, the check that follows every
+            # call never sees (as `cmd &`, refused by check_command).
+            found = Blocked(cmd.strip().replace("\n", "; ")[:120],
+                            "it runs in the background, on past the check that follows every "
+                            "call (a write it makes then is never put back)",
+                            "run it in the foreground")
     elif tool in OPAQUE_TOOLS:
         cmd = ti.get("command")
         if not isinstance(cmd, str):
@@ -279,7 +338,7 @@ def guard(stdin_text: str, env: Mapping[str, str] | None = None,
         scope.writes += [Write(scope.where(t), f"apply_patch {t}") for t in targets]
         found = None
     if found is None and scope.writes:  # (`ls -la` writes nothing: no state read, no import)
-        found = judge_writes(scope.writes, _session(data, env))
+        found = judge_writes(scope.writes, _session(data, env), env)
     return (0, "") if found is None else (2, found.message())
 
 
@@ -380,23 +439,28 @@ def held_by(root: str, where: str, session: str) -> list[tuple[str, list[Any]]]:
                                                       and t.claim.session == session))]
 
 
-def judge_writes(writes: Sequence[Write], session: str | None) -> Blocked | None:
+def judge_writes(writes: Sequence[Write], session: str | None,
+                 env: Mapping[str, str] | None = None) -> Blocked | None:
     """Why these writes may not happen: a protected file for anyone but the coordinator; a
-    file outside the grants, for a known worker session, in the tree with hunkwise state."""
+    file outside the grants, for a known worker session, in the tree with hunkwise state.
+    Outside every served tree (`env`: the call's environment), git's global settings, a
+    shell's startup file and this installation are protected too."""
     states: dict[str, Any] = {}
     for w in writes:
         if not os.path.isabs(w.path):
             continue  # where it lands is unknown (a `cd` the guard could not follow)
         real = os.path.realpath(w.path)
+        served = served_tree(real)
         # formatters skip .git and rewrite only source files: their trees are judged by grants;
         # `find DIR -delete` removes some files under DIR: only DIR itself is judged
         holds = w.tree and not w.formatter and w.judged
-        why = protected(real, holds)
+        # (Inside a served tree its grants decide: a tree may be hunkwise's own source.)
+        out_env = env if served is None else None
+        why = protected(real, holds, out_env)
         if why is None and w.path != real:
-            why = protected(os.path.normpath(w.path), holds)
+            why = protected(os.path.normpath(w.path), holds, out_env)
         if why is None and not w.judged and os.path.basename(real).lower() == ".claude":
             why = "it holds the agent's hook settings, which keep the guard on"
-        served = served_tree(real)
         if why is None and served is not None:
             state_root = os.path.realpath(served[1])
             if real == state_root or real.startswith(state_root + os.sep) or (

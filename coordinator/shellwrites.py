@@ -51,13 +51,28 @@ def record(targets: list[Word], scope: Scope, words: list[Word], tree: bool = Fa
                                    "path built from expansions the guard cannot see (it could "
                                    "be .git or another task's files)",
                                    "name the paths literally")
-        if t.dynamic or not t.text or _not_a_file(t.text):
+        text = _at_home(t, scope)
+        if text is None and (t.dynamic or not t.text or _not_a_file(t.text)):
             continue
-        path = scope.where(t.text)
+        path = scope.where(text or t.text)
         scope.made.add(path)
         is_tree = tree and (os.path.isdir(path) or t.text.endswith(("/", "/...")) or
                             t.text in (".", "./..."))
         scope.writes.append(Write(path.removesuffix("/..."), what, is_tree, formatter))
+
+
+def _at_home(t: Word, scope: Scope) -> str | None:
+    """The path a target under the home folder names (`~/x`, `$HOME/x`, `${HOME}/x`, the
+    rest literal), as the shell expands it; None for any other target."""
+    for head in ("~/", "$HOME/", "${HOME}/"):
+        if t.text.startswith(head) and (
+                t.dynamic if head != "~/" else (t.plain < 0 or t.plain >= 2)):
+            rest = t.text[len(head):]
+            if not rest or any(c in rest for c in "$`*?[{~\\'\""):
+                return None
+            home = scope.env.get("HOME") or os.path.expanduser("~")
+            return os.path.join(home, rest)
+    return None
 
 
 def redirections(cmd: Simple, scope: Scope) -> None:
@@ -241,6 +256,14 @@ def _copy_or_move(name: str, words: list[Word], scope: Scope, pos: list[Word],
         else:
             return None
         record(written, scope, words, tree=recursive or name == "mv", destroys=name == "mv")
+        if name in ("ln", "cp") and any(o in opts for o in ("-s", "--symbolic",
+                                                             "--symbolic-link")):
+            # A symbolic link: whatever writes through it (later on the same line, where
+            # the link does not exist yet for the guard to follow) writes where it points,
+            # which a relative link names from its own folder.
+            record([Word(s.text if os.path.isabs(s.text) else
+                         os.path.join(os.path.dirname(link.text), s.text), s.dynamic)
+                    for s, link in zip(sources, written, strict=False)], scope, words)
         if name == "mv":
             record(sources, scope, words, tree=True, destroys=True)
         return None

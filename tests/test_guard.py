@@ -673,3 +673,86 @@ def test_redirection_targets_and_options_equal_their_regular_expressions() -> No
         assert shellwrites._not_a_file(text) == bool(not_files.match(text)), text
         assert shellwrites._descriptor(text) == bool(re.fullmatch(r"\d+-?|-", text)), text
         assert gitallow._letters(text) == bool(re.fullmatch(r"-[a-z]+", text)), text
+
+
+# ---- what lies outside the tree, calls that outlive the check, links made on the line ------
+
+def _home(tmp_path: Path, session: str) -> tuple[Path, dict[str, str]]:
+    home = tmp_path / "home"
+    (home / ".config" / "git").mkdir(parents=True)
+    return home, {"COORD_SESSION": session, "HOME": str(home)}
+
+
+@pytest.mark.parametrize("where", [
+    "~/.gitconfig", "~/.gitconfig.lock", "~/.config/git/config", "~/.config/git/attributes",
+    "~/.bashrc", "~/.profile", "~/.zshenv", "<install>/coordinator/hook.py", "<prefix>/x.pth",
+])
+def test_what_runs_code_in_every_session_is_never_a_workers_to_write(
+        shared: tuple[Path, str], tmp_path: Path, where: str) -> None:
+    """A worker that wrote git's global settings (a `diff.external`, a clean filter), a
+    shell's startup file, or hunkwise's own installation ran code inside other sessions'
+    calls, or switched the guard off for everyone: each was allowed, being outside the
+    tree. By an edit tool and by a shell line alike."""
+    import sys
+
+    import hunkwise.coordinator.guard as guard_module
+
+    repo, session = shared
+    home, env = _home(tmp_path, session)
+    install = os.path.dirname(os.path.dirname(os.path.realpath(guard_module.__file__)))
+    path = (where.replace("~", str(home)).replace("<install>", install)
+            .replace("<prefix>", os.path.realpath(sys.prefix)))
+    code, message = guard(edit("Write", path, repo), env)
+    assert code == 2 and "leave it alone" in message, message
+    if where.startswith("~/"):
+        for line in (f"printf '[diff]\\n' >> {where}", f"echo x > $HOME/{where[2:]}",
+                     f"tee -a ${{HOME}}/{where[2:]} < /dev/null"):
+            code, message = guard(call("Bash", {"command": line}, cwd=str(repo)), env)
+            assert code == 2, line
+    # A folder holding one goes whole or not at all.
+    code, _ = guard(call("Bash", {"command": "rm -rf ~/.config"}, cwd=str(repo)), env)
+    assert code == 2
+
+
+def test_other_files_outside_the_tree_stay_the_workers_to_write(
+        shared: tuple[Path, str], tmp_path: Path) -> None:
+    repo, session = shared
+    home, env = _home(tmp_path, session)
+    for line in ("echo x > ~/notes.txt", "echo x > $HOME/notes.txt", f"echo x > {tmp_path}/y"):
+        assert guard(call("Bash", {"command": line}, cwd=str(repo)), env) == (0, ""), line
+    assert guard(edit("Write", str(home / ".config" / "other.toml"), repo), env) == (0, "")
+    # `~` quoted is no home: a folder of that name in the tree, outside the grants.
+    assert guard(call("Bash", {"command": "echo x > '~/notes.txt'"}, cwd=str(repo)), env)[0] == 2
+
+
+def test_a_call_that_runs_on_in_the_background_is_blocked(shared: tuple[Path, str]) -> None:
+    """Claude Code's `run_in_background` and its Monitor tool run a command on after the
+    call returns: a script that wrote another task's files seconds later escaped the check
+    that follows every call, as `cmd &` would (which is refused)."""
+    repo, session = shared
+    env = {"COORD_SESSION": session}
+    line = "python3 src/gen.py"
+    assert guard(call("Bash", {"command": line}, cwd=str(repo)), env) == (0, "")
+    for tool, ti in (("Bash", {"command": line, "run_in_background": True}),
+                     ("Monitor", {"command": line, "description": "watch"})):
+        code, message = guard(call(tool, ti, cwd=str(repo)), env)
+        assert code == 2 and "background" in message and "foreground" in message, message
+
+
+@pytest.mark.parametrize("line,allowed", [
+    ("ln -sf ../../g.txt src/a/n1 && echo clobbered > src/a/n1", False),
+    ("ln -s ../g.txt src/n2; cp /dev/null src/n2", False),
+    ("mkdir -p src/d && ln -s ../../g.txt src/d/ && echo x > src/d/g.txt", False),
+    ("ln -s ../f.txt src/n3", True),
+    ("ln -s a.py src/n4", True),
+])
+def test_a_link_made_on_the_line_is_judged_where_it_points(
+        shared: tuple[Path, str], line: str, allowed: bool) -> None:
+    """A symbolic link made and written through on one line wrote another task's file: at
+    judging time the link did not exist for the guard to follow. Making one is judged as
+    writing where it points (a relative link from its own folder)."""
+    repo, session = shared
+    code, message = guard(call("Bash", {"command": line}, cwd=str(repo)), {"COORD_SESSION": session})
+    assert (code == 0) == allowed, message
+    if not allowed:
+        assert "g.txt" in message
