@@ -455,7 +455,8 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
        in its middle, seven tenths of it kept);
     6. more regions keeping their edge lines where they were (an insertion that can lie
        strictly inside one region is that region's); between two tasks' ranges a
-       boundary counts once, when either side keeps its edge (`meet`).
+       boundary counts once, when either side keeps its edge (`meet`); and, for a gap,
+       the most of its old lines kept (blank ones too).
     Where divisions tie on all of it and credit lines differently, those lines are a
     contest between the two tasks (or, beside a gap, a conflict)."""
     width = len(nw)
@@ -615,7 +616,12 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
                 for line, n in delta(k, s, e)[0].items():
                     if _strong(line) and ev.get(_digest(line), _NONE)[0]:
                         stray += n
-            return (-row[e - s], -stray, int(share == old) + kept, 0, 0, 0)
+            # Last, a gap keeps the most of its old lines, blank ones too: where nothing else
+            # tells, a gap's own edit (`X = 1` to `X = 2` after its blank line) stays the
+            # gap's, never taking a blank line into the range beside it, whose change would
+            # then reach outside its grant (a conflict, nothing committed).
+            keeps = 0 if beside[k] else (len(old) if share == old else _kept(old, share))
+            return (-row[e - s], -stray, int(share == old) + kept, 0, 0, keeps)
         told = 0
         if ev:
             added, removed = delta(k, s, e)
