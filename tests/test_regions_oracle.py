@@ -438,3 +438,63 @@ def test_a_line_alike_at_the_boundary_is_the_writers(case: str, provenance: bool
         seg.wrote, seg.removed = Counter(final) - Counter(seg.orig), Counter(seg.orig) - Counter(final)
     landed, refused, _asked = run_scenario(order, differ, provenance=provenance, sc=sc)
     assert (landed, refused) == (2, []), (landed, refused)
+
+
+def _fn(name: str, body: str, end: str = "    return None\n", deco: str = "") -> list[str]:
+    return ([deco] if deco else []) + [f"def {name}():\n", f"    {body}\n", end, "\n", "\n"]
+
+
+_FILL = [x for i in range(20) for x in _fn(f"mid{i}", f"v = {i} * 3", f"    return v + {i}\n")]
+_YANKEE = _fn("yankee", "y = load()", "    return y\n")
+_FIXTURE = "@pytest.fixture\n"
+# X removes a copy of a line far from its boundary (or in its other range) and keeps one at
+# the boundary; Y writes a copy beside it: (X's ranges before, after; Y before, after).
+KEPT_BESIDE_A_COPY = {
+    "X deletes a decorated function far up, keeps one beside Y, which decorates its own": (
+        [_fn("alpha", "a()", deco=_FIXTURE) + _FILL + _fn("omega", "o()", deco=_FIXTURE)],
+        [_FILL + _fn("omega", "o()", deco=_FIXTURE)], _YANKEE, [_FIXTURE] + _YANKEE),
+    "X deletes a function far up, keeps one ending alike beside Y's new helper": (
+        [_fn("alpha", "cleanup()") + _FILL + _fn("omega", "shutdown()")],
+        [_FILL + _fn("omega", "shutdown()")], _YANKEE, _fn("helper", "log('x')") + _YANKEE),
+    "X deletes its first range, keeps its second beside Y's new helper ending alike": (
+        [_fn("alpha", "cleanup()"), _fn("omega", "shutdown()")],
+        [[], _fn("omega", "shutdown()")], _YANKEE, _fn("helper", "log('x')") + _YANKEE),
+}
+
+
+@pytest.mark.parametrize("case", list(KEPT_BESIDE_A_COPY))
+def test_with_provenance_a_line_kept_beside_a_copy_written_elsewhere_stays_kept(
+        case: str, differ: Differ) -> None:
+    """The record counts the whole file and has no places: a task that removed a copy of a
+    line far away (or in its other range) and kept one at its boundary, beside a neighbour
+    that wrote a copy there, is not taken for the exchange of a line alike (the window's new
+    lines hold the neighbour's copy as well). The first version of that rule gave X's kept
+    function to Y's commit, and a discard of Y removed it."""
+    xs0, xs1, y0, y1 = KEPT_BESIDE_A_COPY[case]
+    segs = [Seg("X", list(xs0[0])), *([Seg(None, ["import os\n", "\n", "\n"]), Seg("X", list(xs0[1]))]
+                                      if len(xs0) > 1 else []),
+            Seg("Y", list(y0)), Seg(None, ["def main():\n", "    omega()\n"])]
+    finals = [*xs1[:1], *([None, xs1[1]] if len(xs0) > 1 else []), y1]
+    for seg, final in zip(segs, finals, strict=False):
+        if final is not None:
+            seg.final = list(final)
+        seg.wrote = Counter(seg.final) - Counter(seg.orig)
+        seg.removed = Counter(seg.orig) - Counter(seg.final)
+    grants: dict[str, list[Grant]] = {}
+    n = 1
+    for seg in segs:
+        if seg.owner:
+            grants.setdefault(seg.owner, []).append(
+                RangeGrant(kind="range", path=PATH, start=n, end=n + len(seg.orig) - 1))
+        n += len(seg.orig)
+    sc = Scenario(0, "written out", "\n", segs)
+    truth = sc.spans(set(sc.tasks))  # (X's lines in the tree: its second range's)
+
+    def answer(tid: str, amb: Ambiguous) -> bool | None:
+        lo, hi = truth[tid]
+        a, b = amb.hunk.new_start - 1, amb.hunk.new_start - 1 + amb.hunk.new_lines
+        return True if lo <= a and b <= hi else (False if b <= lo or a >= hi else None)
+
+    landed, refused, _ = play(sc, grants, differ, _evidence(sc), answer, 1, case)
+    if "first range" not in case:  # (there the boundary's blank lines are asked about)
+        assert (landed, refused) == (2, []), (landed, refused)

@@ -566,6 +566,16 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
     kept_cut = [kept_at(k) if rival[k] else None for k in range(len(regs) - 1)]
     words_of = [[_words(x) for x in o] for o in old_of]
     old_counts = [Counter(o) for o in old_of]
+    # How many more copies of each line the window's new lines hold than its old ones: a
+    # write on record that these account for is not one written where a task removed its own.
+    grown = Counter(nw)
+    grown.subtract(ow)
+    # Each task's old lines in the window, region by region: a removal on record that the
+    # task's other regions here may account for is no sign against a line this one keeps.
+    owned_old: dict[str, Counter[bytes]] = {}
+    for reg, counted in zip(regs, old_counts, strict=True):
+        if reg.owner is not None:
+            owned_old.setdefault(reg.owner, Counter()).update(counted)
     own_words = [set(w) for w in words_of]
     nw_words = [_words(x) for x in nw]
 
@@ -627,7 +637,7 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
             added, removed = delta(k, s, e)
             if not _consistent(added, removed, r.owner, ev):
                 return None
-            if _kept_against(old_counts[k], removed, r.owner, ev):
+            if _kept_against(old_counts[k], removed, r.owner, ev, grown, owned_old[r.owner]):
                 return None
             told = _accounted(added, removed, r.owner, ev, r.owner in seen, beside[k])
         # Edge lines count only for a region that keeps some non-blank line of its own: a
@@ -995,20 +1005,30 @@ def _consistent(added: dict[bytes, int], removed: dict[bytes, int], task: str,
 
 
 def _kept_against(old: Counter[bytes], removed: dict[bytes, int], task: str,
-                  evidence: Evidence) -> bool:
+                  evidence: Evidence, grown: Counter[bytes], mine: Counter[bytes]) -> bool:
     """Does a share keep a line of its region that the record says the task's sessions
-    removed (more of them than the share removes) while another task's session, and not
-    the task's own, wrote one like it? Then the line is not the region's old line kept: it
-    is the other task's, written where the task removed its own (a helper appended after a
-    function whose neighbour deleted one ending alike; a decorator added to a function
-    while the neighbour deleted its decorated one). Only lines that hold a word count: a
-    blank line on record says nothing of where."""
+    removed (more of them than the share removes) while other tasks' sessions, and not the
+    task's own, wrote more like it than the window's new lines add (`grown`: new copies
+    less old ones)? Then the line is not the region's old line kept: it is another task's,
+    written where the task removed its own (a helper appended after a function whose
+    neighbour deleted one ending alike; a decorator added to a function while the
+    neighbour deleted its decorated one). A write the window's added copies account for
+    (the neighbour's decorator beside the task's own, kept) leaves the kept line alone, and
+    so does a removal the task's other regions in the window may account for (`mine`: the
+    task's old lines here, this region's too). The record holds no places: a task that
+    removed a copy beyond the window and kept this one, beside a neighbour that wrote one
+    beyond it too, is taken for the exchange. Only lines that hold a word count: a blank
+    line on record says nothing of where."""
     for line, n in old.items():
         if n <= removed.get(line, 0) or not _strong(line):
             continue  # (none of it kept)
         writers, removers = evidence.get(_digest(line), _NONE)
-        if removers.get(task, 0) > removed.get(line, 0) and task not in writers and \
-                any(t != task for t in writers):
+        if task in writers or removers.get(task, 0) <= removed.get(line, 0):
+            continue
+        if removers.get(task, 0) - removed.get(line, 0) <= mine.get(line, 0) - n:
+            continue  # (the task's other regions here hold copies its removals may be of)
+        others = sum(c for t, c in writers.items() if t != task)
+        if others > max(0, grown.get(line, 0)):
             return True
     return False
 
