@@ -137,7 +137,8 @@ def _hook_settings(parts: list[str]) -> bool:
 # (a global `diff.external`, a clean filter, an fsmonitor hook; a line in a login shell's
 # startup file): a worker that wrote one would run code inside other sessions' calls.
 _STARTUP = frozenset({".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile",
-                      ".zshrc", ".zshenv", ".zprofile", ".zlogin", ".kshrc", ".mkshrc"})
+                      ".bash_aliases", ".zshrc", ".zshenv", ".zprofile", ".zlogin", ".kshrc",
+                      ".mkshrc"})
 
 
 def _outside(real: str, env: Mapping[str, str], tree: bool = False) -> str | None:
@@ -149,11 +150,12 @@ def _outside(real: str, env: Mapping[str, str], tree: bool = False) -> str | Non
     git_says = "it is git's own settings for every repository, which run code in every session"
     files = [os.path.join(home, ".gitconfig"), "/etc/gitconfig",
              *(env[k] for k in ("GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM") if env.get(k))]
-    places = [(os.path.realpath(f), git_says, False) for f in files]
+    places = [(os.path.realpath(f), git_says, False) for f in files if f != os.devnull]
     places.append((os.path.realpath(os.path.join(xdg, "git")), git_says, True))
-    places += [(os.path.join(os.path.realpath(home), f),
-                "it is a shell's startup file, which runs in every session's shell", False)
-               for f in _STARTUP]
+    shell_says = "it is a shell's startup file, which runs in every session's shell"
+    places += [(os.path.join(os.path.realpath(home), f), shell_says, False) for f in _STARTUP]
+    places += [(os.path.realpath(os.path.join(home, ".bashrc.d")), shell_says, True),
+               (os.path.realpath(os.path.join(xdg, "fish")), shell_says, True)]
     places += [(root, "it is hunkwise's own installation (the guard and its hooks) or the "
                       "Python that runs them", True) for root in _installed()]
     for place, why, folder in places:
@@ -298,7 +300,9 @@ def guard(stdin_text: str, env: Mapping[str, str] | None = None,
         if not isinstance(cmd, str):
             return _refuse(f"a {tool} call without a command string")
         found = check_command(cmd, scope=scope)
-        if found is None and (tool == "Monitor" or ti.get("run_in_background")):
+        bg = ti.get("run_in_background")
+        if found is None and (tool == "Monitor" or bg is True or bg == 1 or (
+                isinstance(bg, str) and bg.strip().lower() in ("true", "1", "yes"))):
             # Claude Code's `run_in_background` and its Monitor tool run the command on
             # after the call returns: what it writes then, the check that follows every
             # call never sees (as `cmd &`, refused by check_command).

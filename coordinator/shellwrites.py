@@ -64,14 +64,16 @@ def record(targets: list[Word], scope: Scope, words: list[Word], tree: bool = Fa
 def _at_home(t: Word, scope: Scope) -> str | None:
     """The path a target under the home folder names (`~/x`, `$HOME/x`, `${HOME}/x`, the
     rest literal), as the shell expands it; None for any other target."""
+    home = scope.env.get("HOME") or os.path.expanduser("~")
+    if t.text in ("$HOME", "${HOME}") and t.dynamic or t.text == "~" and t.plain < 0:
+        return home
     for head in ("~/", "$HOME/", "${HOME}/"):
         if t.text.startswith(head) and (
                 t.dynamic if head != "~/" else (t.plain < 0 or t.plain >= 2)):
-            rest = t.text[len(head):]
-            if not rest or any(c in rest for c in "$`*?[{~\\'\""):
+            rest = t.text[len(head):].lstrip("/")
+            if any(c in rest for c in "$`*?[{~\\'\""):
                 return None
-            home = scope.env.get("HOME") or os.path.expanduser("~")
-            return os.path.join(home, rest)
+            return os.path.join(home, rest) if rest else home
     return None
 
 
@@ -113,6 +115,9 @@ def _positional(args: list[Word], values: set[str]) -> tuple[list[Word], dict[st
 
 def _into(dest: Word, sources: list[Word], scope: Scope, many: bool) -> list[Word]:
     """cp/mv/ln/install: the files written under DEST (a directory) or DEST itself."""
+    home = _at_home(dest, scope)
+    if home is not None:
+        dest = Word(home + os.sep)  # (`cp .bashrc ~`: into the home folder)
     path = scope.where(dest.text) if not dest.dynamic else ""
     if dest.dynamic:
         return [dest]
@@ -260,13 +265,44 @@ def _copy_or_move(name: str, words: list[Word], scope: Scope, pos: list[Word],
                                                              "--symbolic-link")):
             # A symbolic link: whatever writes through it (later on the same line, where
             # the link does not exist yet for the guard to follow) writes where it points,
-            # which a relative link names from its own folder.
-            record([Word(s.text if os.path.isabs(s.text) else
-                         os.path.join(os.path.dirname(link.text), s.text), s.dynamic)
-                    for s, link in zip(sources, written, strict=False)], scope, words)
+            # which a relative link names from its own folder (`ln -r`: from here).
+            here = name == "ln" and any(o in opts for o in ("-r", "--relative"))
+            found = _links(sources, written, here, scope, words)
+            if found is not None:
+                return found
         if name == "mv":
             record(sources, scope, words, tree=True, destroys=True)
         return None
+
+
+def _links(sources: list[Word], links: list[Word], here: bool, scope: Scope,
+           words: list[Word]) -> Blocked | None:
+    """Symbolic links made: each is judged as a write where it points (a folder: a write
+    of every file under it). A link to a folder that holds the working tree is refused: a
+    write through it lands anywhere in the tree, under a path the guard reads as the
+    link's, inside the grants."""
+    targets: list[Word] = []
+    folders: list[Word] = []
+    for src, link in zip(sources, links, strict=False):
+        home = _at_home(src, scope)
+        text = home or src.text
+        if not (home or os.path.isabs(text) or here):
+            text = os.path.join(os.path.dirname(link.text), text)
+        t = Word(text, src.dynamic and not home)
+        if not t.dynamic:
+            real = os.path.realpath(scope.where(text))
+            cwd = os.path.realpath(scope.cwd or os.getcwd())
+            if cwd == real or cwd.startswith(real.rstrip(os.sep) + os.sep):
+                return _block(words, f"it links to `{src.text[:60]}`, a folder that holds the "
+                              "working tree: a write through the link lands anywhere in it",
+                              "link to the files you mean, inside your grants")
+            if os.path.isdir(real):
+                folders.append(t)
+                continue
+        targets.append(t)
+    record(targets, scope, words)
+    record(folders, scope, words, tree=True)
+    return None
 
 
 def _other_writer(name: str, words: list[Word], scope: Scope, cmd: Simple, args: list[Word],

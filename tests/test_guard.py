@@ -756,3 +756,37 @@ def test_a_link_made_on_the_line_is_judged_where_it_points(
     assert (code == 0) == allowed, message
     if not allowed:
         assert "g.txt" in message
+
+
+@pytest.mark.parametrize("line", [
+    "ln -sr g.txt src/n5 && echo x > src/n5",
+    "ln -s --relative g.txt src/n5 && echo x > src/n5",
+    "ln -s ../.. src/up && echo x > src/up/r/g.txt",
+    "ln -s / src/root && echo x > src/root/tmp/g.txt",
+    "ln -s .. src/here && echo x > src/here/g.txt",
+])
+def test_a_link_to_another_task_s_file_or_a_folder_holding_the_tree_is_blocked(
+        shared: tuple[Path, str], line: str) -> None:
+    """`ln -r` names its target from here, not from the link's folder; a link to a folder
+    that holds the tree let a write through it land on any file, under a path inside the
+    grants (found by a review of the first version of the rule)."""
+    repo, session = shared
+    code, message = guard(call("Bash", {"command": line}, cwd=str(repo)), {"COORD_SESSION": session})
+    assert code == 2, message
+
+
+@pytest.mark.parametrize("line", ["echo x >> ~//.gitconfig", "cp /tmp/x/.gitconfig ~",
+                                  "cp /tmp/x/.bashrc $HOME", "echo x >> ~/.bash_aliases",
+                                  "echo x > ~/.bashrc.d/x.sh"])
+def test_other_spellings_of_the_home_folder_are_judged_where_the_shell_puts_them(
+        shared: tuple[Path, str], tmp_path: Path, line: str) -> None:
+    repo, session = shared
+    _home_dir, env = _home(tmp_path, session)
+    code, message = guard(call("Bash", {"command": line}, cwd=str(repo)), env)
+    assert code == 2, message
+
+
+def test_background_only_when_the_call_says_so(shared: tuple[Path, str]) -> None:
+    repo, session = shared
+    ti = {"command": "python3 src/gen.py", "run_in_background": "false"}
+    assert guard(call("Bash", ti, cwd=str(repo)), {"COORD_SESSION": session}) == (0, "")
