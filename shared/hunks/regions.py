@@ -348,11 +348,13 @@ def _solve(old: Sequence[bytes], new: Sequence[bytes], regs: Sequence[Region], l
     width = len(nw)
     # The cost that decides is on the lines that hold a word: a blank line, a closing quote
     # or brace anchors nothing (a blank line of one function never anchors another's), so
-    # those lines go wherever the rules after cost put them.
+    # those lines go wherever the rules after cost put them. Lines compare by their words:
+    # a line reformatted (trailing spaces, tabs) is the line kept, so a function reformatted
+    # whole never costs the same in its neighbour's region as in its own.
     table: dict[bytes, int] = {}
-    o_nb = [table.setdefault(x, len(table)) for x in ow if _strong(x)]
+    o_nb = [table.setdefault(_words(x), len(table)) for x in ow if _strong(x)]
     n_at = [j for j, x in enumerate(nw) if _strong(x)]
-    n_nb = [table.setdefault(nw[j], len(table)) for j in n_at]
+    n_nb = [table.setdefault(_words(nw[j]), len(table)) for j in n_at]
     m = len(n_nb)
     upto = [0]  # non-blank old lines before each old line
     for x in ow:
@@ -479,8 +481,8 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
              for k in range(len(regs) - 1)]
 
     strong_new = [_strong(x) for x in nw]
-    new_ids = [table.setdefault(x, len(table)) if f else -1 for x, f in zip(nw, strong_new, strict=True)]
-    old_ids = [[table.setdefault(x, len(table)) for x in o if _strong(x)] for o in old_of]
+    new_ids = [table.setdefault(_words(x), len(table)) if f else -1 for x, f in zip(nw, strong_new, strict=True)]
+    old_ids = [[table.setdefault(_words(x), len(table)) for x in o if _strong(x)] for o in old_of]
 
     def cost_row(k: int, s: int) -> list[int]:
         """Region k's cost on non-blank lines against nw[s:e], for every e >= s."""
