@@ -354,7 +354,8 @@ def before(repo: StrPath, root: str, session: str) -> dict[str, Any]:
 
 def _keep(repo: StrPath, session: str, rec: Mapping[str, Any], ref: str | None = None) -> str:
     """A tree of the uncommitted files, written through a throwaway index, kept under
-    refs/hunkwise/calls/<session digest> (or `ref`): the objects survive `git gc`."""
+    refs/hunkwise/calls/<session digest> (or `ref`), the earlier ones in its reflog: the
+    objects survive `git gc`."""
     import tempfile
     from pathlib import Path
 
@@ -370,7 +371,12 @@ def _keep(repo: StrPath, session: str, rec: Mapping[str, Any], ref: str | None =
         git.run(top, "update-index", "-z", "--add", "--index-info",
                 input=git.index_info(entries, top), env=env)
         tree = git.run(top, "write-tree", env=env).decode().strip()
-        git.run(top, "update-ref", ref or f"{CALL_REFS}/{_digest(session)}", tree, env=env)
+        # With its reflog: each record stays reachable after the session's next call moves
+        # the ref (`git reflog refs/hunkwise/calls/...` lists them), until git's reflog
+        # expiry: what a write the hooks could not see destroyed, a later call of the same
+        # session no longer takes beyond reach.
+        git.run(top, "update-ref", "--create-reflog", ref or f"{CALL_REFS}/{_digest(session)}",
+                tree, env=env)
     finally:
         try:
             os.unlink(index)

@@ -226,6 +226,25 @@ def test_the_before_record_keeps_the_uncommitted_files_reachable(
     assert git(repo, "show", f"{tree}:b.txt") == "b1\nB's own line\nb2\n"
 
 
+def test_every_before_record_of_a_session_stays_reachable_after_its_next_call(
+        make_repo: MakeRepo, coord: Cli, worker: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Was: each call's record replaced the session's last one, so B's uncommitted line,
+    destroyed by a write no hook saw (a script that ran on after the call), was gone for
+    good once A made one more call: `coord restore` had nothing, only a dangling blob was
+    left. The ref keeps its reflog: every record stays reachable."""
+    repo, _sa, _sb = two_tasks(make_repo, coord, worker, monkeypatch)
+    # (Records dated now, not at the suite's pinned date: git's gc expires older entries.)
+    monkeypatch.delenv("GIT_COMMITTER_DATE", raising=False)
+    bash(repo, "true")
+    write(repo, "b.txt", "clobbered\n")  # by something no hook saw
+    bash(repo, "true", use="toolu_sh2")
+    ref = git(repo, "for-each-ref", "--format=%(refname)", "refs/hunkwise/calls/").split()[0]
+    assert git(repo, "show", f"{ref}:b.txt") == "clobbered\n"
+    assert git(repo, "show", f"{ref}@{{1}}:b.txt") == "b1\nB's own line\nb2\n"
+    git(repo, "gc", "--quiet", "--prune=now")
+    assert git(repo, "show", f"{ref}@{{1}}:b.txt") == "b1\nB's own line\nb2\n"
+
+
 # ---- provenance -----------------------------------------------------------------------------
 
 def test_tool_calls_record_the_lines_they_wrote(
