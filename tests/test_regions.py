@@ -257,22 +257,3 @@ def test_a_neighbour_s_commit_never_grows_a_range_by_lines_git_slid_into_it(
                                                 "return 1\n\n\ndef h():\n    return 0\n").encode()
     ok(coord(repo, "accept", "B"))
     assert head(repo, "m.py") == new.encode()
-
-
-def test_an_edit_in_the_gap_below_a_range_never_stops_the_range_s_own(make_repo, coord,
-                                                                     worker):
-    """Was: A changed its last line and someone changed a constant under the blank line that
-    follows A's range; nothing told whose the blank line was, so the edge was a conflict:
-    A's `worker done` was refused ("it reaches outside your grant"), though nothing about
-    A's change is in doubt. The gap keeps its own lines where nothing else tells; its edit
-    stays unowned, never committed."""
-    fn = "def a():\n    xa = 1\n    return xa\n"
-    rest = "\nX = 1\n\ndef b():\n    return 2\n"
-    repo = make_repo({"m.py": fn + rest})
-    begin(coord, worker, repo, "A", "m.py:1-3")
-    write(repo, "m.py", fn.replace("return xa", "return 5") + rest.replace("X = 1", "X = 2"))
-    ok(worker(repo, "done", "A"))
-    status = ok(coord(repo, "status", "--json"))
-    assert [u["lines"] for u in status["unowned"]] == ["5-5"], status["unowned"]
-    ok(coord(repo, "accept", "A"))
-    assert head(repo, "m.py") == (fn.replace("return xa", "return 5") + rest).encode()

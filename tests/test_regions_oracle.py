@@ -498,24 +498,3 @@ def test_with_provenance_a_line_kept_beside_a_copy_written_elsewhere_stays_kept(
     landed, refused, _ = play(sc, grants, differ, _evidence(sc), answer, 1, case)
     if "first range" not in case:  # (there the boundary's blank lines are asked about)
         assert (landed, refused) == (2, []), (landed, refused)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("chunk", range(2))
-def test_without_provenance_a_decorator_alike_across_a_boundary_is_asked_about(
-        chunk: int, differ: Differ, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Half the functions decorated as `decorate` decorates one, without the record: a task
-    that deletes its decorated function beside one that adds the same decorator, or adds a
-    decorator above its function while the one below reformats every line of its own
-    (decorator included), is asked about, never committed the other way. The least cost is
-    counted on lines as their words read (a line reformatted is the line kept): counted on
-    their bytes, a reformatted function cost the same in either region, and a neighbour's
-    new decorator, alike a reformatted one's old, pulled the whole reformatted function
-    into the neighbour's region (a discard of the reformatting task left its new lines in
-    the file and put its old ones back beside them)."""
-    monkeypatch.setattr(f"{__name__}._function", _alike_function)
-    landed = refused = 0
-    for got, no, _ in differ.each(lambda seed: run_scenario(seed, differ, False),
-                                  ALIKE_SEEDS[chunk::2]):
-        landed, refused = landed + got, refused + len(no)
-    assert landed >= 0.1 * (landed + refused), (landed, refused)

@@ -348,13 +348,11 @@ def _solve(old: Sequence[bytes], new: Sequence[bytes], regs: Sequence[Region], l
     width = len(nw)
     # The cost that decides is on the lines that hold a word: a blank line, a closing quote
     # or brace anchors nothing (a blank line of one function never anchors another's), so
-    # those lines go wherever the rules after cost put them. Lines compare by their words:
-    # a line reformatted (trailing spaces, tabs) is the line kept, so a function reformatted
-    # whole never costs the same in its neighbour's region as in its own.
+    # those lines go wherever the rules after cost put them.
     table: dict[bytes, int] = {}
-    o_nb = [table.setdefault(_words(x), len(table)) for x in ow if _strong(x)]
+    o_nb = [table.setdefault(x, len(table)) for x in ow if _strong(x)]
     n_at = [j for j, x in enumerate(nw) if _strong(x)]
-    n_nb = [table.setdefault(_words(nw[j]), len(table)) for j in n_at]
+    n_nb = [table.setdefault(nw[j], len(table)) for j in n_at]
     m = len(n_nb)
     upto = [0]  # non-blank old lines before each old line
     for x in ow:
@@ -457,8 +455,7 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
        in its middle, seven tenths of it kept);
     6. more regions keeping their edge lines where they were (an insertion that can lie
        strictly inside one region is that region's); between two tasks' ranges a
-       boundary counts once, when either side keeps its edge (`meet`); and, for a gap,
-       the most of its old lines kept (blank ones too).
+       boundary counts once, when either side keeps its edge (`meet`).
     Where divisions tie on all of it and credit lines differently, those lines are a
     contest between the two tasks (or, beside a gap, a conflict)."""
     width = len(nw)
@@ -481,8 +478,8 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
              for k in range(len(regs) - 1)]
 
     strong_new = [_strong(x) for x in nw]
-    new_ids = [table.setdefault(_words(x), len(table)) if f else -1 for x, f in zip(nw, strong_new, strict=True)]
-    old_ids = [[table.setdefault(_words(x), len(table)) for x in o if _strong(x)] for o in old_of]
+    new_ids = [table.setdefault(x, len(table)) if f else -1 for x, f in zip(nw, strong_new, strict=True)]
+    old_ids = [[table.setdefault(x, len(table)) for x in o if _strong(x)] for o in old_of]
 
     def cost_row(k: int, s: int) -> list[int]:
         """Region k's cost on non-blank lines against nw[s:e], for every e >= s."""
@@ -628,12 +625,7 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
                 for line, n in delta(k, s, e)[0].items():
                     if _strong(line) and ev.get(_digest(line), _NONE)[0]:
                         stray += n
-            # Last, a gap keeps the most of its old lines, blank ones too: where nothing else
-            # tells, a gap's own edit (`X = 1` to `X = 2` after its blank line) stays the
-            # gap's, never taking a blank line into the range beside it, whose change would
-            # then reach outside its grant (a conflict, nothing committed).
-            keeps = 0 if beside[k] else (len(old) if share == old else _kept(old, share))
-            return (-row[e - s], -stray, int(share == old) + kept, 0, 0, keeps)
+            return (-row[e - s], -stray, int(share == old) + kept, 0, 0, 0)
         told = 0
         if ev:
             added, removed = delta(k, s, e)
