@@ -371,12 +371,20 @@ def _keep(repo: StrPath, session: str, rec: Mapping[str, Any], ref: str | None =
         git.run(top, "update-index", "-z", "--add", "--index-info",
                 input=git.index_info(entries, top), env=env)
         tree = git.run(top, "write-tree", env=env).decode().strip()
-        # With its reflog: each record stays reachable after the session's next call moves
-        # the ref (`git reflog refs/hunkwise/calls/...` lists them), until git's reflog
-        # expiry: what a write the hooks could not see destroyed, a later call of the same
-        # session no longer takes beyond reach.
-        git.run(top, "update-ref", "--create-reflog", ref or f"{CALL_REFS}/{_digest(session)}",
-                tree, env=env)
+        if ref is not None:  # (a record of its own: one ref each)
+            git.run(top, "update-ref", ref, tree, env=env)
+            return tree
+        # The session's record, a commit with its reflog: each record stays reachable after
+        # the session's next call moves the ref (`git log -g refs/hunkwise/calls/...` lists
+        # them), until git's reflog expiry: what a write the hooks could not see destroyed,
+        # a later call of the same session no longer takes beyond reach. (A commit, not the
+        # tree: git's reflog walks and `git gc` expect commits there.)
+        who = {f"GIT_{r}_{k}": v for r in ("AUTHOR", "COMMITTER")
+               for k, v in (("NAME", "hunkwise"), ("EMAIL", "hunkwise@localhost"))}
+        commit = git.run(top, "commit-tree", tree, "-m", "hunkwise: before a shell call",
+                         env={**env, **who}).decode().strip()
+        git.run(top, "update-ref", "--create-reflog", f"{CALL_REFS}/{_digest(session)}", commit,
+                env={**env, **who})
     finally:
         try:
             os.unlink(index)

@@ -241,7 +241,11 @@ def test_every_before_record_of_a_session_stays_reachable_after_its_next_call(
     ref = git(repo, "for-each-ref", "--format=%(refname)", "refs/hunkwise/calls/").split()[0]
     assert git(repo, "show", f"{ref}:b.txt") == "clobbered\n"
     assert git(repo, "show", f"{ref}@{{1}}:b.txt") == "b1\nB's own line\nb2\n"
-    git(repo, "gc", "--quiet", "--prune=now")
+    # git's own tools read them, and gc keeps them and says nothing about them.
+    assert len(git(repo, "log", "-g", "--format=%H", ref).split()) == 2
+    gc = subprocess.run(["git", "gc", "--quiet", "--prune=now"], cwd=repo, capture_output=True,
+                        text=True, check=True)
+    assert gc.stderr == "", gc.stderr
     assert git(repo, "show", f"{ref}@{{1}}:b.txt") == "b1\nB's own line\nb2\n"
 
 
