@@ -342,6 +342,9 @@ def _status_text(d: StatusResult) -> str:
     for lost in d["lost"]:
         out.append(f"lost: {lost['task']}'s recorded changes are gone from "
                    f"{', '.join(lost['paths'])} (coord restore {lost['task']})")
+    for tid in d.get("reports_gone", []):
+        out.append(f"report gone: {tid}'s newest report is no longer in the inbox (removed?); "
+                   f"its edits are in the tree: ask its worker to run `worker done {tid}` again")
     for ev in d.get("events", [])[-5:]:
         out.append(f"event {ev['at']}: {ev['kind']}: {ev['path']}")
     if d["index_dirty"]:

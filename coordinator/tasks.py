@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -505,7 +506,20 @@ def status(ctx: Ctx, *, everything: bool = False) -> StatusResult:
         "submodules": submodule_changes(ctx),
         # Settings at HEAD that do not load stop assign, start and the rest: say so here.
         "settings_problem": config.problem(ctx.repo),
+        "reports_gone": _reports_gone(ctx, state),
     }
+
+
+def _reports_gone(ctx: Ctx, state: State) -> list[str]:
+    """Reported tasks whose newest report file is gone from this inbox (removed by hand, or
+    by a worker's script): the coordinator would wait for it forever, `coord accept` says
+    only that no report can be read. Nothing else is lost: the edits are in the tree, and
+    `worker done` again delivers a new revision."""
+    inbox = ctx.lay.inbox
+    return sorted(t.id for t in state.tasks.values()
+                  if t.state == TaskState.REPORTED and t.last_report
+                  and not any(os.path.exists(os.path.join(inbox, d, t.last_report))
+                              for d in ("new", "cur")))
 
 
 def _shown(ctx: Ctx, state: State, everything: bool) -> tuple[list[Task], int]:

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from testing.cli import Result
+from testing.cli import Result, ok
 from testing.env import ROOT
 from testing.repo import git, numbered, set_line, write
 
@@ -646,3 +646,27 @@ def test_coord_inbox_sweeps_what_a_killed_writer_left_in_tmp(make_repo, coord) -
     r = coord(repo, "inbox")
     assert r.code == 0 and r.doc["reports"] == []
     assert not old.exists() and fresh.exists()  # a writer may still be busy with a fresh one
+
+
+def test_a_report_removed_from_the_inbox_is_named_and_delivered_again(make_repo, coord, worker
+                                                                       ) -> None:
+    """Was: a worker's script removed the inbox's files; the task stayed `reported`,
+    `coord status` said `inbox: 0 pending`, and `coord accept` said only that no report
+    could be read: the coordinator waited for a report that would never come. Now status
+    names the task and what to do; `worker done` again delivers a new revision."""
+    repo = make_repo({"b.txt": "b\n"})
+    ok(coord(repo, "assign", "B", "--title", "t", "--expect", "e", "--write", "b.txt"))
+    ok(worker(repo, "start", "B"))
+    write(repo, "b.txt", "b\nB's line\n")
+    ok(worker(repo, "done", "B"))
+    assert ok(coord(repo, "status", "--json"))["reports_gone"] == []
+    for p in files_in(repo, "new"):
+        p.unlink()
+    doc = ok(coord(repo, "status", "--json"))
+    assert doc["reports_gone"] == ["B"] and doc["inbox"]["pending"] == 0
+    text = coord(repo, "status", json_out=False).stdout
+    assert "report gone: B" in text and "worker done B" in text
+    ok(worker(repo, "done", "B"))
+    assert ok(coord(repo, "status", "--json"))["reports_gone"] == []
+    ok(coord(repo, "accept", "B"))
+    assert git(repo, "show", "HEAD:b.txt") == "b\nB's line\n"

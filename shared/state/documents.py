@@ -326,6 +326,8 @@ class StatusResult(TypedDict):
     config_differs: bool
     settings_problem: NotRequired[str | None]
     submodules: NotRequired[list[SubmoduleChange]]
+    # Reported tasks whose newest report is in neither new/ nor cur/ of this inbox.
+    reports_gone: NotRequired[list[str]]
 
 
 class BriefClaim(TypedDict):
