@@ -124,7 +124,17 @@ def follow_stdin(words: list[Word], scope: Scope, cmd: Simple, name: str,
             return _block(words, f"`{name}` runs a script the guard cannot name", READ_TREE)
         return _script_arg(target, words, scope, cmd, name, lang)
     if text is None:
-        return None
+        info = {"--version", "-V", "--help", "-h", "-version"} | (
+            {"-v"} if name in ("node", "nodejs", "perl") else set())
+        if any(w.text in info for w in words[1:]):
+            return None  # (it prints and exits: it reads nothing)
+        # Its input is the call's own: an agent's terminal. Codex types into it later, by
+        # write_stdin, which no hook is asked about (openai/codex#46372): what it would run
+        # is never judged, and runs after the call's check.
+        return _block(words, f"`{name}` runs the commands it reads from its input, and "
+                      "input typed into it later (Codex's write_stdin) is never checked",
+                      "run the commands directly, one call each, or put them in a script "
+                      "and run that")
     if lang == "shell":
         found = check_line(text, scope.child())
         return None if found is None else _block(

@@ -790,3 +790,21 @@ def test_background_only_when_the_call_says_so(shared: tuple[Path, str]) -> None
     repo, session = shared
     ti = {"command": "python3 src/gen.py", "run_in_background": "false"}
     assert guard(call("Bash", ti, cwd=str(repo)), {"COORD_SESSION": session}) == (0, "")
+
+
+@pytest.mark.parametrize("line,allowed", [
+    ("bash", False), ("sh -s", False), ("bash -i", False), ("python3", False),
+    ("python3 -", False), ("node", False), ("perl", False),
+    ("python3 --version", True), ("node -v", True), ("bash -c 'ls'", True),
+    ("python3 -c 'print(1)'", True), ("echo ls | bash", True), ("python3 script.py", True),
+])
+def test_a_shell_or_interpreter_reading_the_call_s_own_input_is_blocked(line: str,
+                                                                         allowed: bool) -> None:
+    """Codex types into a shell or a REPL it opened with `exec_command` later, by
+    `write_stdin`, and no hook is asked about that input (openai/codex#46372): `bash` or
+    `python3` alone ran whatever came next, unjudged and after the call's check (found by
+    an adversarial review). Input the line gives it (a pipe, a here-document) is judged."""
+    code, message = guard(bash(line), {})
+    assert (code == 0) == allowed, message
+    if not allowed:
+        assert "write_stdin" in message
