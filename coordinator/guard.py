@@ -156,12 +156,15 @@ def _outside(real: str, env: Mapping[str, str], tree: bool = False) -> str | Non
     places += [(os.path.join(os.path.realpath(home), f), shell_says, False) for f in _STARTUP]
     places += [(os.path.realpath(os.path.join(home, ".bashrc.d")), shell_says, True),
                (os.path.realpath(os.path.join(xdg, "fish")), shell_says, True)]
-    places += [(root, "it is hunkwise's own installation (the guard and its hooks) or the "
-                      "Python that runs them", True) for root in _installed()]
+    own_says = ("it is hunkwise's own installation (the guard and its hooks) or the Python "
+                "that runs them")
+    places += [(root, own_says, True) for root in _installed()]
     for place, why, folder in places:
-        if real == place or (folder and real.startswith(place + os.sep)) or \
-                (tree and place.startswith(real.rstrip(os.sep) + os.sep)):
+        if real == place or (folder and real.startswith(place + os.sep)):
             return why
+        if tree and place.startswith(real.rstrip(os.sep) + os.sep):
+            return ("it holds git's settings for every repository, a shell's startup files or "
+                    "hunkwise's own installation, which run code in every session")
         if not folder and os.path.dirname(real) == os.path.dirname(place) and \
                 os.path.basename(real).startswith(os.path.basename(place) + "."):
             return why  # (its lock file, or a copy git would rename over it)

@@ -4,6 +4,8 @@ arguments are only data. programs.py resolves each simple command to one of thes
 
 from __future__ import annotations
 
+import os
+
 from hunkwise.coordinator import codescan
 from hunkwise.coordinator.gitallow import DIRECT, Blocked
 from hunkwise.coordinator.programs import check_line, env_danger, judge_argv
@@ -118,15 +120,17 @@ def follow_stdin(words: list[Word], scope: Scope, cmd: Simple, name: str,
         if text is None:
             return _block(words, f"`{name}` runs code piped into it, which the guard cannot "
                           "see", READ_TREE)
-    elif cmd.stdin == "file":
+    elif cmd.stdin == "file" and not _terminal(cmd):
         target = next((t for op, t in cmd.redirs if op in ("<", "<>")), None)
         if target is None or target.dynamic:
             return _block(words, f"`{name}` runs a script the guard cannot name", READ_TREE)
         return _script_arg(target, words, scope, cmd, name, lang)
-    if text is None:
-        info = {"--version", "-V", "--help", "-h", "-version"} | (
-            {"-v"} if name in ("node", "nodejs", "perl") else set())
-        if any(w.text in info for w in words[1:]):
+    if text is None:  # (its input is the call's own, or a terminal named for it)
+        base = os.path.basename(name)
+        info = {"--version", "--help"} if lang == "shell" else (
+            {"--version", "-V", "--help", "-h", "-version"}
+            | ({"-v"} if base in ("node", "nodejs", "perl") else set()))
+        if len(words) > 1 and words[1].text in info:
             return None  # (it prints and exits: it reads nothing)
         # Its input is the call's own: an agent's terminal. Codex types into it later, by
         # write_stdin, which no hook is asked about (openai/codex#46372): what it would run
@@ -141,6 +145,13 @@ def follow_stdin(words: list[Word], scope: Scope, cmd: Simple, name: str,
             words, f"`{name}` runs `{found.what}` from its input: {found.why}", found.instead)
     why = codescan.opaque_verdict(text)
     return None if why is None else _block(words, f"the code `{name}` reads: {why}", READ_TREE)
+
+
+def _terminal(cmd: Simple) -> bool:
+    """Is its input redirected from a terminal (`< /dev/tty`): the call's own input again."""
+    target = next((t for op, t in cmd.redirs if op in ("<", "<>")), None)
+    return target is not None and not target.dynamic and (
+        target.text == "/dev/tty" or target.text.startswith(("/dev/pts/", "/dev/tty")))
 
 
 _STDIN_PATHS = LazyRe(r"^(-|/dev/stdin|/dev/fd/0|/proc/self/fd/0)$")
@@ -405,6 +416,11 @@ def interpreter(words: list[Word], scope: Scope, cmd: Simple, appended: bool) ->
         i += 1
     for code in codes:
         found = _opaque(words, [code], name)
+        if found is not None:
+            return found
+    if name.startswith(("python", "pypy", "node")) and any(w.text == "-i" for w in words[1:i]):
+        # `-i`: a prompt after the script or the code, reading what comes next from its input.
+        found = follow_stdin(words, scope, cmd, name, "other")
         if found is not None:
             return found
     rest = words[i:]

@@ -116,8 +116,9 @@ def _positional(args: list[Word], values: set[str]) -> tuple[list[Word], dict[st
 def _into(dest: Word, sources: list[Word], scope: Scope, many: bool) -> list[Word]:
     """cp/mv/ln/install: the files written under DEST (a directory) or DEST itself."""
     home = _at_home(dest, scope)
-    if home is not None:
-        dest = Word(home + os.sep)  # (`cp .bashrc ~`: into the home folder)
+    if home is not None:  # (`cp .bashrc ~`: into the home folder; `cp x ~/.gitconfig`: onto it)
+        folder = dest.text in ("~", "$HOME", "${HOME}") or dest.text.endswith("/")
+        dest = Word(home + os.sep if folder else home)
     path = scope.where(dest.text) if not dest.dynamic else ""
     if dest.dynamic:
         return [dest]

@@ -511,15 +511,16 @@ def status(ctx: Ctx, *, everything: bool = False) -> StatusResult:
 
 
 def _reports_gone(ctx: Ctx, state: State) -> list[str]:
-    """Reported tasks whose newest report file is gone from this inbox (removed by hand, or
-    by a worker's script): the coordinator would wait for it forever, `coord accept` says
+    """Reported tasks whose newest report file is gone from this inbox, in none of its
+    folders (removed by hand, or by a worker's script; a quarantined one is named by the
+    review that set it aside): the coordinator would wait for it forever, `coord accept` says
     only that no report can be read. Nothing else is lost: the edits are in the tree, and
     `worker done` again delivers a new revision."""
     inbox = ctx.lay.inbox
     return sorted(t.id for t in state.tasks.values()
                   if t.state == TaskState.REPORTED and t.last_report
                   and not any(os.path.exists(os.path.join(inbox, d, t.last_report))
-                              for d in ("new", "cur")))
+                              for d in ("new", "cur", "old", "quarantine")))
 
 
 def _shown(ctx: Ctx, state: State, everything: bool) -> tuple[list[Task], int]:

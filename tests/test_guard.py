@@ -777,7 +777,10 @@ def test_a_link_to_another_task_s_file_or_a_folder_holding_the_tree_is_blocked(
 
 @pytest.mark.parametrize("line", ["echo x >> ~//.gitconfig", "cp /tmp/x/.gitconfig ~",
                                   "cp /tmp/x/.bashrc $HOME", "echo x >> ~/.bash_aliases",
-                                  "echo x > ~/.bashrc.d/x.sh"])
+                                  "echo x > ~/.bashrc.d/x.sh", "cp /tmp/x ~/.gitconfig",
+                                  "mv /tmp/x ~/.bashrc", "cp /tmp/x $HOME/.gitconfig",
+                                  "install -m644 /tmp/x ~/.profile",
+                                  "ln -sf /tmp/evil ~/.bashrc"])
 def test_other_spellings_of_the_home_folder_are_judged_where_the_shell_puts_them(
         shared: tuple[Path, str], tmp_path: Path, line: str) -> None:
     repo, session = shared
@@ -795,6 +798,10 @@ def test_background_only_when_the_call_says_so(shared: tuple[Path, str]) -> None
 @pytest.mark.parametrize("line,allowed", [
     ("bash", False), ("sh -s", False), ("bash -i", False), ("python3", False),
     ("python3 -", False), ("node", False), ("perl", False),
+    # (a flag after the program's own options is the script's: it still reads its input)
+    ("bash -h", False), ("python3 - --help", False), ("bash -s -- --version", False),
+    ("python3 -i x.py", False), ("python3 -i -c pass", False), ("python3 < /dev/tty", False),
+    ("sh < /dev/pts/0", False), ("python3 < script.py", True),
     ("python3 --version", True), ("node -v", True), ("bash -c 'ls'", True),
     ("python3 -c 'print(1)'", True), ("echo ls | bash", True), ("python3 script.py", True),
 ])

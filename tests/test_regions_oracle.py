@@ -329,7 +329,6 @@ def test_blank_lines_both_neighbours_changed_are_never_settled_unasked(
     run_scenario(order, differ, provenance=False, sc=sc)
 
 
-
 @pytest.mark.parametrize("style", ["blank lines holding spaces or a tab", "closing braces"])
 @pytest.mark.parametrize("provenance", [False, True])
 def test_the_oracle_in_other_styles(style: str, provenance: bool, differ: Differ,

@@ -763,8 +763,8 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
         # with another pulls the cut): it outweighs cost, so every cut is open to it.
         # (And a few below the least-cost cuts: a line the region above keeps may be one
         # the record says the region below wrote, its neighbour's decorator.)
-        layers[1:-1] = [list(range(max(0, min(c) - 16), min(c))) + _few(list(range(min(c), width + 1)), 64)
-                        for c in cuts]
+        layers[1:-1] = [list(range(max(0, min(c) - 16), min(c)))
+                        + _few(list(range(min(c), width + 1)), 64) for c in cuts]
         bounded.clear()
         best = solve(evidence)
         if best is None:

@@ -326,7 +326,7 @@ class StatusResult(TypedDict):
     config_differs: bool
     settings_problem: NotRequired[str | None]
     submodules: NotRequired[list[SubmoduleChange]]
-    # Reported tasks whose newest report is in neither new/ nor cur/ of this inbox.
+    # Reported tasks whose newest report is in none of this inbox's folders.
     reports_gone: NotRequired[list[str]]
 
 
