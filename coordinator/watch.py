@@ -241,13 +241,27 @@ class Watcher:
             (self.lay.root / "verifications").mkdir(parents=True, exist_ok=True)
             observer.schedule(Handler(), root, recursive=True)  # $COORD_DIR elsewhere
         observer.start()
-        # The watches are in place once start() returns (the emitters add them before
-        # their threads run): say so, so a supervisor's script can wait for it.
-        self.out.write("watching: ready\n")
-        self.out.flush()
         deadline = None if timeout is None else time.monotonic() + timeout
         next_scan = 0.0
+        # SIGTERM (a service manager, `kill`) stops it as ^C does; and so does SIGINT where
+        # it was ignored at start (a shell's background job), as `coord board` does.
+        import signal
+
+        def interrupt(_sig: int, _frame: object) -> None:
+            raise KeyboardInterrupt
+
+        saved: dict[signal.Signals, Any] = {}
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            try:
+                saved[sig] = signal.signal(sig, interrupt)
+            except ValueError:  # not the main thread (a watcher run from a test's thread)
+                break
         try:
+            # The watches are in place once start() returns (the emitters add them before
+            # their threads run): say so, so a supervisor's script can wait for it. Inside
+            # the try: an interrupt right after the line stops it as cleanly as any other.
+            self.out.write("watching: ready\n")
+            self.out.flush()
             while deadline is None or time.monotonic() < deadline:
                 now = time.monotonic()
                 if now >= next_scan:
@@ -280,6 +294,8 @@ class Watcher:
         except KeyboardInterrupt:
             pass
         finally:
+            for sig, handler in saved.items():
+                signal.signal(sig, handler)
             observer.stop()
             observer.join(timeout=5)
 

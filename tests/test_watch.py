@@ -132,3 +132,25 @@ def test_watch_prints_worker_text_on_one_line_without_escapes(make_repo, coord, 
     lines = [x for x in r.stderr.splitlines() if x.startswith("report:")]
     assert len(lines) == 1 and "\x1b" not in r.stderr
     assert "fine\\nreport: t9" in lines[0]
+
+
+def test_watch_stops_on_sigterm_and_on_sigint_even_started_with_sigint_ignored(
+        make_repo, coord, worker, tmp_path: Path) -> None:
+    """A service manager stops it with SIGTERM; a shell's background job starts it with
+    SIGINT ignored (and the interrupt after "ready" comes at once): it stops either way,
+    and says what it saw, as `coord board` does. Before, an ignored SIGINT left it running."""
+    repo, _ = _setup(make_repo, coord, worker, 1, tmp_path / "notify.log")
+
+    def ignore_sigint() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        proc = subprocess.Popen([str(BIN / "coord"), "watch", "--interval", "0.5", "--json"],
+                                cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                preexec_fn=ignore_sigint)
+        try:
+            Lines(proc.stderr).wait_for("watching: ready")
+        finally:
+            proc.send_signal(sig)
+            out, _ = proc.communicate(timeout=60)
+        assert proc.returncode == 0 and "notified" in json.loads(out), sig
