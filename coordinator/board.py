@@ -430,18 +430,10 @@ def serve(ctx: Ctx, *, host: str, port: int, token: str | None,
           timeout: float | None) -> ServeResult:
     running = Running(ctx, host, port, token)
     stop = threading.Event()
-    # SIGTERM (a service manager, `kill`) stops it as cleanly as ^C does; and so does
-    # SIGINT where it was ignored at start (a shell's background job).
-    import signal
+    # SIGTERM stops it as cleanly as ^C does, and so does SIGINT ignored at start.
+    from hunkwise.shared.proc import stop_on_signals
 
-    def interrupt(_sig: int, _frame: object) -> None:
-        raise KeyboardInterrupt
-
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        try:
-            signal.signal(sig, interrupt)
-        except ValueError:  # not the main thread (the board served from a test)
-            break
+    stop_on_signals()
     try:
         # Inside the try: an interrupt right after "ready" (a reader quick to act on the
         # line) stops the board as cleanly as one during the wait.

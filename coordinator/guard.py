@@ -171,16 +171,21 @@ def _outside(real: str, env: Mapping[str, str], tree: bool = False) -> str | Non
     return None
 
 
+_INSTALLED: list[str] = []
+
+
 def _installed() -> list[str]:
     """The folders this hunkwise runs from: its package (and, installed editable, the
-    source it points to) and the Python environment's prefix."""
-    import sys
+    source it points to) and the Python environment's prefix (found once a process)."""
+    if not _INSTALLED:
+        import sys
 
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    found = {here, os.path.realpath(here),
-             os.path.dirname(os.path.dirname(os.path.realpath(__file__))),
-             os.path.realpath(sys.prefix)}
-    return sorted(f for f in found if f and f != os.sep)
+        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        found = {here, os.path.realpath(here),
+                 os.path.dirname(os.path.dirname(os.path.realpath(__file__))),
+                 os.path.realpath(sys.prefix)}
+        _INSTALLED.extend(sorted(f for f in found if f and f != os.sep))
+    return _INSTALLED
 
 
 def protected(real: str, tree: bool = False, env: Mapping[str, str] | None = None) -> str | None:
@@ -290,7 +295,7 @@ def guard(stdin_text: str, env: Mapping[str, str] | None = None,
         return 0, ""
     if not isinstance(ti, dict):
         return _refuse(f"a {tool} call whose tool_input is not an object")
-    from hunkwise.coordinator.scope import Scope, Write
+    from hunkwise.coordinator.scope import SHOWN, Scope, Write
 
     cwd = data.get("cwd") if isinstance(data.get("cwd"), str) and data["cwd"] else os.getcwd()
     scope = Scope(env=env, cwd=cwd, held=lambda: _tasks_held(data, env))
@@ -309,7 +314,7 @@ def guard(stdin_text: str, env: Mapping[str, str] | None = None,
             # Claude Code's `run_in_background` and its Monitor tool run the command on
             # after the call returns: what it writes then, the check that follows every
             # call never sees (as `cmd &`, refused by check_command).
-            found = Blocked(cmd.strip().replace("\n", "; ")[:120],
+            found = Blocked(cmd.strip().replace("\n", "; ")[:SHOWN],
                             "it runs in the background, on past the check that follows every "
                             "call (a write it makes then is never put back)",
                             "run it in the foreground")

@@ -243,7 +243,9 @@ class Watcher:
         observer.start()
         deadline = None if timeout is None else time.monotonic() + timeout
         next_scan = 0.0
-        saved = _stop_on_signals()
+        from hunkwise.shared.proc import restore_signals, stop_on_signals
+
+        saved = stop_on_signals()
         try:
             # The watches are in place once start() returns (the emitters add them before
             # their threads run): say so, so a supervisor's script can wait for it. Inside
@@ -282,34 +284,9 @@ class Watcher:
         except KeyboardInterrupt:
             pass
         finally:
-            _restore_signals(saved)
+            restore_signals(saved)
             observer.stop()
             observer.join(timeout=5)
-
-
-def _stop_on_signals() -> dict[int, Any]:
-    """SIGTERM (a service manager, `kill`) stops the watcher as ^C does; and so does SIGINT
-    where it was ignored at start (a shell's background job), as `coord board` does. The
-    handlers it replaced, for `_restore_signals`."""
-    import signal
-
-    def interrupt(_sig: int, _frame: object) -> None:
-        raise KeyboardInterrupt
-
-    saved: dict[int, Any] = {}
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        try:
-            saved[sig] = signal.signal(sig, interrupt)
-        except ValueError:  # not the main thread (a watcher run from a test's thread)
-            break
-    return saved
-
-
-def _restore_signals(saved: dict[int, Any]) -> None:
-    import signal
-
-    for sig, handler in saved.items():
-        signal.signal(sig, handler)
 
 
 def watch(ctx: Ctx, *, timeout: float | None, interval: float) -> WatchResult:

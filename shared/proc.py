@@ -155,6 +155,29 @@ def _wait(proc: subprocess.Popen[bytes], timeout: float) -> int:
 _INTERRUPTIONS = (signal.SIGINT, signal.SIGTERM)
 
 
+def stop_on_signals() -> dict[int, object]:
+    """SIGTERM (a service manager, `kill`) stops a long-running command (`coord watch`,
+    `coord board`) as cleanly as ^C does, and so does SIGINT where it was ignored at start
+    (a shell's background job): both raise KeyboardInterrupt in the main thread. The
+    handlers replaced, for `restore_signals` (none off the main thread)."""
+
+    def interrupt(_sig: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    saved: dict[int, object] = {}
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        try:
+            saved[sig] = signal.signal(sig, interrupt)
+        except ValueError:  # not the main thread (one run from a test's thread)
+            break
+    return saved
+
+
+def restore_signals(saved: dict[int, object]) -> None:
+    for sig, handler in saved.items():
+        signal.signal(sig, cast(signal.Handlers, handler))
+
+
 def _hold_interruptions() -> tuple[dict[int, object], list[int]]:
     """Hold SIGINT and SIGTERM (main thread only: signals reach no other); what arrives
     meanwhile is listed, and `_release` hands it to the handlers it was held from."""

@@ -7,6 +7,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import IO, TypeVar
 
 T = TypeVar("T")
@@ -57,3 +58,27 @@ def wait_until(predicate: Callable[[], T], timeout: float = 60.0, what: str = "c
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         time.sleep(0.02)
+
+
+def stopped_by_each_signal(argv: list[str], cwd: Path, ready: str) -> list[tuple[int, bytes]]:
+    """Start `argv` with SIGINT ignored (as a shell's background job starts it), wait for
+    its `ready` line on stderr, stop it with SIGTERM, then again with SIGINT: each time, its
+    exit code and what it wrote on stdout."""
+    import signal
+    import subprocess
+
+    def ignore_sigint() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    got = []
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                preexec_fn=ignore_sigint)
+        try:
+            assert proc.stderr is not None
+            Lines(proc.stderr).wait_for(ready)
+        finally:
+            proc.send_signal(sig)
+            out, _ = proc.communicate(timeout=60)
+        got.append((proc.returncode, out))
+    return got

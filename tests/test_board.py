@@ -22,7 +22,7 @@ from testing.cli import Cli, ok
 from testing.env import BIN
 from testing.repo import numbered
 from testing.state import age_claims
-from testing.wait import Lines, wait_until
+from testing.wait import Lines, stopped_by_each_signal, wait_until
 
 A = "sess-20260101-0900-worker@box-a"
 B = "sess-20260101-0901-worker@box-b"
@@ -214,16 +214,6 @@ def test_coord_board_stops_cleanly_on_sigterm_even_started_with_sigint_ignored(
         scene: Path) -> None:
     """A service manager stops it with SIGTERM; a shell's background job starts it with
     SIGINT ignored: either way it stops, answers nothing more, and says so."""
-    def ignore_sigint() -> None:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        proc = subprocess.Popen([str(BIN / "coord"), "board", "--port", "0"], cwd=scene,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                preexec_fn=ignore_sigint)
-        try:
-            Lines(proc.stderr).wait_for("board: ready at ")
-        finally:
-            proc.send_signal(sig)
-            out, _ = proc.communicate(timeout=60)
-        assert proc.returncode == 0 and "board stopped" in out.decode(), sig
+    for code, out in stopped_by_each_signal([str(BIN / "coord"), "board", "--port", "0"],
+                                            scene, "board: ready at "):
+        assert code == 0 and "board stopped" in out.decode(), out

@@ -13,7 +13,7 @@ from hunkwise.shared.state.context import open_repo
 
 from testing.env import BIN
 from testing.repo import git, numbered, write
-from testing.wait import Lines, wait_until
+from testing.wait import Lines, stopped_by_each_signal, wait_until
 
 
 def _setup(make_repo, coord, worker, n: int, log: Path) -> tuple[Path, list[str]]:
@@ -141,16 +141,6 @@ def test_watch_stops_on_sigterm_and_on_sigint_even_started_with_sigint_ignored(
     and says what it saw, as `coord board` does. Before, an ignored SIGINT left it running."""
     repo, _ = _setup(make_repo, coord, worker, 1, tmp_path / "notify.log")
 
-    def ignore_sigint() -> None:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        proc = subprocess.Popen([str(BIN / "coord"), "watch", "--interval", "0.5", "--json"],
-                                cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                preexec_fn=ignore_sigint)
-        try:
-            Lines(proc.stderr).wait_for("watching: ready")
-        finally:
-            proc.send_signal(sig)
-            out, _ = proc.communicate(timeout=60)
-        assert proc.returncode == 0 and "notified" in json.loads(out), sig
+    argv = [str(BIN / "coord"), "watch", "--interval", "0.5", "--json"]
+    for code, out in stopped_by_each_signal(argv, repo, "watching: ready"):
+        assert code == 0 and "notified" in json.loads(out), out

@@ -812,7 +812,8 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
                 continue  # (a point keeps nothing of its own: it holds no line to keep)
             if old_of[k] == share:
                 continue
-            if not _anchors(old_of[k], share, own):
+            kept = _anchors(old_of[k], share, own)
+            if not kept:
                 # (A gap beside it keeps its own lines: a gap owns nothing to contest.)
                 if k > 0 and regs[k - 1].owner is not None:
                     on[k] |= set(range(min(layers[k]), chosen[k + 1] + 1))
@@ -825,7 +826,7 @@ def _settle_all(ow: list[bytes], nw: list[bytes], regs: Sequence[Region], lo: in
             # deleted its own (a decorator kept of a deleted function, beside a neighbour
             # that added the same; a function deleted but for its `return None`, beside a
             # neighbour that appended a helper ending so).
-            top, bottom = _loose_sides(old_of[k], share, own)
+            top, bottom = _loose_sides(old_of[k], share, own, kept)
             if top and k > 0 and regs[k - 1].owner not in (None, r.owner):
                 on[k] |= set(range(min(layers[k]), chosen[k + 1] + 1))
             if bottom and k < len(regs) - 1 and regs[k + 1].owner not in (None, r.owner):
@@ -889,18 +890,13 @@ def _anchors(old: Sequence[bytes], share: Sequence[bytes], unique: frozenset[byt
     return sum(size for _i, _j, size in sm.get_matching_blocks())
 
 
-def _loose_sides(old: Sequence[bytes], share: Sequence[bytes], own: frozenset[bytes]
-                 ) -> tuple[bool, bool]:
+def _loose_sides(old: Sequence[bytes], share: Sequence[bytes], own: frozenset[bytes],
+                 kept: int) -> tuple[bool, bool]:
     """(top, bottom): the sides where a region that keeps fewer of its distinctive lines
-    (`own`, by their words) than it loses has lost its edge line (the first or last line
-    that holds a word, neither kept nor edited in place)."""
-    a = [w for w in (_words(x) for x in old) if w in own]
-    b = [w for w in (_words(x) for x in share) if w in own]
-    if not a or not b:
-        return False, False
-    sm = difflib.SequenceMatcher(None, a, b, autojunk=False)
-    kept = sum(size for _i, _j, size in sm.get_matching_blocks())
-    if 2 * kept >= len(a):
+    (`own`, by their words; `kept` of them, as `_anchors` counts) than it loses has lost
+    its edge line (the first or last line that holds a word, neither kept nor edited in
+    place)."""
+    if 2 * kept >= sum(1 for x in old if _words(x) in own):
         return False, False
     ow = [_words(x) for x in old if _strong(x)]
     sw = [_words(x) for x in share if _strong(x)]
